@@ -1,0 +1,35 @@
+"""Canonical PHI labels and per-corpus label maps (data in corpora/label_maps/<corpus>.yml)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from . import PROJECT_ROOT
+
+from .runtime.canonical import CANONICAL_LABELS  # noqa: E402  (one definition, shared with the wheels)
+
+LABEL_MAPS_DIR = PROJECT_ROOT / "corpora" / "label_maps"
+
+
+def is_canonical(label: str) -> bool:
+    return label in CANONICAL_LABELS
+
+
+def load_label_map(name_or_path: str | Path) -> dict[str, str | None]:
+    """Return {corpus label: canonical label or None (dropped)} from a YAML file.
+
+    `name_or_path` is a file path or the name of a map in corpora/label_maps/ ("meddocan").
+    """
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = LABEL_MAPS_DIR / f"{name_or_path}.yml"
+    if not path.exists():
+        raise FileNotFoundError(f"label map not found: {path}")
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    mapping = raw.get("labels", raw)
+    for source, target in mapping.items():
+        if target is not None and target not in CANONICAL_LABELS:
+            raise ValueError(f"{path}: label {source!r} maps to non-canonical label {target!r}")
+    return dict(mapping)

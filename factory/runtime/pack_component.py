@@ -1,0 +1,77 @@
+"""spaCy component `deid_regex_pack`: applies a locale regex pack to a Doc.
+
+Matches go to `doc.spans[spans_key]` (default "deid_regex") with canonical labels; each span's
+`._.deid_kind` (which identifier/format), `._.deid_score` and `._.deid_source` ("regex") are set.
+With `write_ents=True` (the default when used alone) matches also become `doc.ents` where they do
+not overlap entities already there. The pack's data files are saved with the pipeline (to_disk),
+so a packaged deid_<lang> carries its own pack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+from spacy.util import filter_spans
+
+from .regex_pack import RegexPack
+
+DEFAULT_SPANS_KEY = "deid_regex"
+
+for _name in ("deid_kind", "deid_score", "deid_source"):
+    if not Span.has_extension(_name):
+        Span.set_extension(_name, default=None)
+
+
+class RegexPackComponent:
+    def __init__(self, nlp: Language, name: str, pack_dir: str | None, spans_key: str, write_ents: bool):
+        self.name = name
+        self.spans_key = spans_key
+        self.write_ents = write_ents
+        self.pack: RegexPack | None = RegexPack.from_dir(pack_dir) if pack_dir else None
+
+    def _require_pack(self) -> RegexPack:
+        if self.pack is None:
+            raise ValueError(f"component {self.name!r}: no regex pack loaded (set `pack_dir` in its config)")
+        return self.pack
+
+    def __call__(self, doc: Doc) -> Doc:
+        pack = self._require_pack()
+        spans = []
+        for match in pack.find(doc.text):
+            # "expand": a match that ends inside a token covers the whole token (over-redaction beats a leak)
+            span = doc.char_span(match.start, match.end, label=match.label, alignment_mode="expand")
+            if span is None:
+                continue
+            span._.deid_kind = match.kind
+            span._.deid_score = match.score
+            span._.deid_source = "regex"
+            spans.append(span)
+        doc.spans[self.spans_key] = spans
+        if self.write_ents and spans:
+            existing = list(doc.ents)
+            free = [s for s in filter_spans(spans) if not any(s.start < e.end and e.start < s.end for e in existing)]
+            doc.ents = sorted(existing + free, key=lambda s: s.start)
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: int = 128):
+        for doc in docs:
+            yield self(doc)
+
+    # serialization: the pack's data files travel inside the pipeline folder
+    def to_disk(self, path, exclude=tuple()):
+        self._require_pack().to_dir(Path(path))
+
+    def from_disk(self, path, exclude=tuple()):
+        self.pack = RegexPack.from_dir(Path(path))
+        return self
+
+
+@Language.factory(
+    "deid_regex_pack",
+    default_config={"pack_dir": None, "spans_key": DEFAULT_SPANS_KEY, "write_ents": True},
+)
+def make_regex_pack(nlp: Language, name: str, pack_dir: str | None, spans_key: str, write_ents: bool):
+    return RegexPackComponent(nlp, name, pack_dir, spans_key, write_ents)

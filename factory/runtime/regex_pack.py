@@ -1,0 +1,252 @@
+"""Locale regex/validator packs: one generic matcher over data files, and the spaCy component.
+
+A pack is a folder `regex_packs/<lc>/` holding
+  pack.yml     `vocab` (named word lists, spliced into patterns as `{name}`) and `patterns`
+               (name, label, regex, optional `group`, `validator`, `flags`, `score`, `kind`, `cases`)
+  context.yml  per-label `blacklists` (terms + character window: a match near them is not PHI) and
+               `triggers` (terms + window that raise the score, and that let an identifier which fails
+               its check digits still be reported as a generic ID)
+
+This module travels inside the deid_<lang> wheels, so it depends only on spaCy, PyYAML and
+python-stdnum (through validators.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .canonical import CANONICAL_LABELS
+from .validators import get_validator
+
+PACK_FILES = ("pack.yml", "context.yml")
+# Characters trimmed from both ends of every match: boundaries never include punctuation or spaces.
+BOUNDARY_CHARS = " \t\r\n.,;:!?()[]{}<>\"'«»“”‘’¿¡/\\-–—*_|="
+_FLAG_NAMES = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE, "VERBOSE": re.VERBOSE, "X": re.VERBOSE}
+_VOCAB_REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+# A generic ID reported because of a trigger label, after the candidate failed its check digits.
+FALLBACK_KIND = "generic"
+
+
+class PackError(ValueError):
+    """A pack file that cannot be used; the message names the file and the pattern."""
+
+
+@dataclass(frozen=True)
+class Match:
+    start: int
+    end: int
+    label: str
+    text: str
+    pattern: str
+    kind: str
+    score: float
+    validated: bool = False
+
+    def as_tuple(self) -> tuple[int, int, str]:
+        return (self.start, self.end, self.label)
+
+
+@dataclass
+class Pattern:
+    name: str
+    label: str
+    regex: re.Pattern
+    group: str | int = 0
+    validator: str | None = None
+    kind: str = ""
+    score: float = 0.8
+    cases: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ContextRule:
+    terms: list[str]
+    window: int
+    regex: re.Pattern
+    boost: float = 0.0
+
+
+def _compile_terms(terms: list[str]) -> re.Pattern:
+    # Terms are matched as whole words, case-insensitively; longest first so "Tél. port." wins over "Tél.".
+    alternatives = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start] in BOUNDARY_CHARS:
+        start += 1
+    while end > start and text[end - 1] in BOUNDARY_CHARS:
+        end -= 1
+    return start, end
+
+
+class RegexPack:
+    """All patterns of one locale and their context rules; `find(text)` returns the PHI matches."""
+
+    def __init__(self, locale: str, patterns: list[Pattern], blacklists: dict[str, list[ContextRule]],
+                 triggers: dict[str, list[ContextRule]], source_dir: Path | None = None):
+        self.locale = locale
+        self.patterns = patterns
+        self.blacklists = blacklists
+        self.triggers = triggers
+        self.source_dir = source_dir
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def from_dir(cls, path: str | Path) -> "RegexPack":
+        path = Path(path)
+        pack_file = path / "pack.yml"
+        if not pack_file.exists():
+            raise PackError(f"{pack_file}: regex pack file not found")
+        raw = _load_yaml(pack_file)
+        vocab = {k: list(v) for k, v in (raw.get("vocab") or {}).items()}
+        patterns = [_parse_pattern(pack_file, i, p, vocab) for i, p in enumerate(raw.get("patterns") or [])]
+        names = [p.name for p in patterns]
+        duplicates = {n for n in names if names.count(n) > 1}
+        if duplicates:
+            raise PackError(f"{pack_file}: duplicate pattern names {sorted(duplicates)}")
+        context_file = path / "context.yml"
+        context = _load_yaml(context_file) if context_file.exists() else {}
+        blacklists = _parse_context(context_file, context.get("blacklists") or {})
+        triggers = _parse_context(context_file, context.get("triggers") or {})
+        return cls(raw.get("locale", path.name), patterns, blacklists, triggers, source_dir=path)
+
+    def to_dir(self, path: str | Path) -> None:
+        """Copy the pack's data files (used by the spaCy component's to_disk)."""
+        if self.source_dir is None:
+            raise PackError("pack was not loaded from a folder; nothing to copy")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        for name in PACK_FILES:
+            src = self.source_dir / name
+            if src.exists() and src.resolve() != (path / name).resolve():
+                shutil.copyfile(src, path / name)
+
+    @property
+    def labels(self) -> list[str]:
+        return sorted({p.label for p in self.patterns})
+
+    # ------------------------------------------------------------------ matching
+    def _near(self, rules: list[ContextRule], text: str, start: int, end: int) -> ContextRule | None:
+        for rule in rules:
+            lo, hi = max(0, start - rule.window), min(len(text), end + rule.window)
+            for hit in rule.regex.finditer(text, lo, hi):
+                if hit.end() <= start or hit.start() >= end:
+                    return rule
+        return None
+
+    def _trigger_before(self, label: str, text: str, start: int) -> ContextRule | None:
+        for rule in self.triggers.get(label, []):
+            lo = max(0, start - rule.window)
+            if any(hit.end() <= start for hit in rule.regex.finditer(text, lo, start)):
+                return rule
+        return None
+
+    def candidates(self, text: str) -> Iterable[Match]:
+        """Every pattern hit after trimming, validation and the blacklist, before overlap resolution."""
+        for pattern in self.patterns:
+            for hit in pattern.regex.finditer(text):
+                start, end = hit.span(pattern.group)
+                if start < 0:
+                    continue
+                start, end = trim(text, start, end)
+                if start >= end:
+                    continue
+                if self._near(self.blacklists.get(pattern.label, []), text, start, end):
+                    continue
+                value = text[start:end]
+                kind, score, validated = pattern.kind or pattern.name, pattern.score, False
+                if pattern.validator:
+                    if get_validator(pattern.validator)(value):
+                        validated = True
+                        score = max(score, 0.95)
+                    elif pattern.label == "ID" and self._trigger_before("ID", text, start):
+                        # A labelled number ("NHC:", "IPP") that fails the check is still an identifier.
+                        kind, score = FALLBACK_KIND, 0.6
+                    else:
+                        continue
+                trigger = self._near(self.triggers.get(pattern.label, []), text, start, end)
+                if trigger is not None:
+                    score = min(1.0, score + trigger.boost)
+                yield Match(start, end, pattern.label, value, pattern.name, kind, round(score, 3), validated)
+
+    def find(self, text: str) -> list[Match]:
+        """Non-overlapping matches: validated first, then higher score, then longer."""
+        ranked = sorted(self.candidates(text), key=lambda m: (not m.validated, -m.score, -(m.end - m.start), m.start))
+        chosen: list[Match] = []
+        taken: list[tuple[int, int]] = []
+        for match in ranked:
+            if any(match.start < e and s < match.end for s, e in taken):
+                continue
+            chosen.append(match)
+            taken.append((match.start, match.end))
+        return sorted(chosen, key=lambda m: m.start)
+
+
+# ---------------------------------------------------------------------- parsing helpers
+def _load_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise PackError(f"{path}: not valid YAML ({err})") from None
+    if not isinstance(data, dict):
+        raise PackError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def expand_vocab(regex: str, vocab: dict[str, list[str]], where: str) -> str:
+    def replace(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in vocab:
+            return m.group(0)  # a quantifier like {2} never matches the name syntax; other braces stay
+        words = sorted(vocab[name], key=len, reverse=True)
+        return "(?:" + "|".join(re.escape(w) for w in words) + ")"
+
+    return _VOCAB_REF.sub(replace, regex)
+
+
+def _parse_pattern(pack_file: Path, index: int, raw: dict, vocab: dict[str, list[str]]) -> Pattern:
+    name = raw.get("name") or f"#{index}"
+    where = f"{pack_file}: pattern {name!r}"
+    for key in ("name", "label", "regex"):
+        if key not in raw:
+            raise PackError(f"{where}: missing field {key!r}")
+    if raw["label"] not in CANONICAL_LABELS:
+        raise PackError(f"{where}: label {raw['label']!r} is not canonical ({', '.join(CANONICAL_LABELS)})")
+    flags = 0
+    for flag in raw.get("flags", []):
+        if flag not in _FLAG_NAMES:
+            raise PackError(f"{where}: unknown flag {flag!r}")
+        flags |= _FLAG_NAMES[flag]
+    source = expand_vocab(raw["regex"], vocab, where)
+    try:
+        compiled = re.compile(source, flags)
+    except re.error as err:
+        raise PackError(f"{where}: regex does not compile ({err})") from None
+    group = raw.get("group", "phi" if "(?P<phi>" in source else 0)
+    if isinstance(group, str) and group not in compiled.groupindex:
+        raise PackError(f"{where}: group {group!r} is not in the regex")
+    validator = raw.get("validator")
+    if validator:
+        get_validator(validator)  # fail at load time on a typo, not at match time
+    return Pattern(name=name, label=raw["label"], regex=compiled, group=group, validator=validator,
+                   kind=raw.get("kind", ""), score=float(raw.get("score", 0.8)), cases=list(raw.get("cases") or []))
+
+
+def _parse_context(path: Path, section: dict) -> dict[str, list[ContextRule]]:
+    rules: dict[str, list[ContextRule]] = {}
+    for label, entries in section.items():
+        for entry in entries or []:
+            terms = entry.get("terms") or []
+            if not terms or "window" not in entry:
+                raise PackError(f"{path}: {label}: every rule needs `terms` and `window`")
+            rules.setdefault(label, []).append(
+                ContextRule(list(terms), int(entry["window"]), _compile_terms(list(terms)), float(entry.get("boost", 0.0)))
+            )
+    return rules
