@@ -70,6 +70,7 @@ class ContextRule:
     window: int
     regex: re.Pattern
     boost: float = 0.0
+    side: str = "both"  # where the term must be: "before" the match, "after" it, or "both" sides
 
 
 def _compile_terms(terms: list[str]) -> re.Pattern:
@@ -79,9 +80,21 @@ def _compile_terms(terms: list[str]) -> re.Pattern:
 
 
 def trim(text: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and text[start] in BOUNDARY_CHARS:
+    """Drop leading/trailing punctuation and spaces, but keep a bracket whose partner is inside the
+    match ("(+34) 912 345 678" keeps its "(", "912 345 678)" loses its ")")."""
+    while start < end:
+        ch = text[start]
+        if ch == "(" and ")" in text[start + 1 : end]:
+            break
+        if ch not in BOUNDARY_CHARS:
+            break
         start += 1
-    while end > start and text[end - 1] in BOUNDARY_CHARS:
+    while end > start:
+        ch = text[end - 1]
+        if ch == ")" and "(" in text[start : end - 1]:
+            break
+        if ch not in BOUNDARY_CHARS:
+            break
         end -= 1
     return start, end
 
@@ -135,7 +148,8 @@ class RegexPack:
     # ------------------------------------------------------------------ matching
     def _near(self, rules: list[ContextRule], text: str, start: int, end: int) -> ContextRule | None:
         for rule in rules:
-            lo, hi = max(0, start - rule.window), min(len(text), end + rule.window)
+            lo = max(0, start - rule.window) if rule.side != "after" else end
+            hi = min(len(text), end + rule.window) if rule.side != "before" else start
             for hit in rule.regex.finditer(text, lo, hi):
                 if hit.end() <= start or hit.start() >= end:
                     return rule
@@ -246,7 +260,10 @@ def _parse_context(path: Path, section: dict) -> dict[str, list[ContextRule]]:
             terms = entry.get("terms") or []
             if not terms or "window" not in entry:
                 raise PackError(f"{path}: {label}: every rule needs `terms` and `window`")
+            side = entry.get("side", "both")
+            if side not in ("before", "after", "both"):
+                raise PackError(f"{path}: {label}: `side` must be before, after or both, not {side!r}")
             rules.setdefault(label, []).append(
-                ContextRule(list(terms), int(entry["window"]), _compile_terms(list(terms)), float(entry.get("boost", 0.0)))
+                ContextRule(list(terms), int(entry["window"]), _compile_terms(list(terms)), float(entry.get("boost", 0.0)), side)
             )
     return rules

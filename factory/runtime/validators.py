@@ -7,6 +7,7 @@ allowed) and returns True only if the check digits are right.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Callable
 
@@ -120,8 +121,18 @@ def de_kvnr(value: str) -> bool:
     return total % 10 == int(code[9])
 
 
+def ip_address(value: str) -> bool:
+    """An IPv4 or IPv6 address the standard library accepts (catches 999.1.1.1 and 12:30)."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
 VALIDATORS: dict[str, Callable[[str], bool]] = {
     "luhn": luhn_valid,
+    "ip": ip_address,
     "iban": mod97_iban,
     "fr_nir": _stdnum(fr_nir),
     "fr_ins": fr_ins,

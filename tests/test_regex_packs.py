@@ -1,0 +1,150 @@
+"""Runs every test case of every locale regex pack, plus the pack-wide guarantees.
+
+Each case in regex_packs/<lc>/pack.yml says: for this input, the whole pack reports exactly these
+matches of the pattern's label (or of the labels the case names). Negatives expect nothing.
+Run one locale alone with `pytest tests/test_regex_packs.py -k "fr"`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from deid_factory import PROJECT_ROOT
+from deid_factory.labels import CANONICAL_LABELS
+from deid_factory.runtime.regex_pack import BOUNDARY_CHARS, RegexPack
+
+PACKS_DIR = PROJECT_ROOT / "regex_packs"
+LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
+
+
+def _pack(locale: str) -> RegexPack:
+    return _PACKS.setdefault(locale, RegexPack.from_dir(PACKS_DIR / locale))
+
+
+_PACKS: dict[str, RegexPack] = {}
+
+
+def _expected(case: dict, default_label: str) -> list[tuple[str, str]]:
+    expected = []
+    for item in case.get("expect") or []:
+        if isinstance(item, str):
+            expected.append((item, default_label))
+        else:
+            expected.append((item["text"], item.get("label", default_label)))
+    return expected
+
+
+def _all_cases():
+    for locale in LOCALES:
+        for pattern in _pack(locale).patterns:
+            for index, case in enumerate(pattern.cases):
+                kind = "neg" if not case.get("expect") else "pos"
+                yield pytest.param(locale, pattern.name, index, id=f"{locale}:{pattern.name}:{index}:{kind}")
+
+
+def test_every_locale_pack_is_found():
+    assert {"es", "fr", "en"} <= set(LOCALES), LOCALES
+
+
+@pytest.mark.parametrize("locale,pattern_name,index", list(_all_cases()))
+def test_pack_case(locale: str, pattern_name: str, index: int):
+    pack = _pack(locale)
+    pattern = next(p for p in pack.patterns if p.name == pattern_name)
+    case = pattern.cases[index]
+    expected = _expected(case, pattern.label)
+    labels = {label for _, label in expected} or set(case.get("labels") or [pattern.label])
+    found = [(m.text, m.label) for m in pack.find(case["text"]) if m.label in labels]
+    assert sorted(found) == sorted(expected), (
+        f"pack {locale!r}, pattern {pattern_name!r}, case {index}: input {case['text']!r}\n"
+        f"  expected {expected}\n  found    {found}"
+    )
+    if "kind" in case:
+        kinds = {m.kind for m in pack.find(case["text"]) if m.label in labels}
+        assert case["kind"] in kinds, f"pack {locale!r}, pattern {pattern_name!r}, case {index}: kind {case['kind']!r} not in {kinds}"
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_pack_has_enough_cases(locale: str):
+    cases = [c for p in _pack(locale).patterns for c in p.cases]
+    negatives = [c for c in cases if not c.get("expect")]
+    assert len(cases) >= 40, f"{locale}: {len(cases)} cases, need at least 40"
+    assert len(negatives) * 3 >= len(cases), f"{locale}: {len(negatives)} negatives of {len(cases)}, need a third"
+    untested = [p.name for p in _pack(locale).patterns if not p.cases]
+    assert not untested, f"{locale}: patterns without cases: {untested}"
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_pack_labels_are_canonical_and_matches_trimmed(locale: str):
+    pack = _pack(locale)
+    assert set(pack.labels) <= set(CANONICAL_LABELS)
+    for pattern in pack.patterns:
+        for case in pattern.cases:
+            for m in pack.find(case["text"]):
+                assert m.text == case["text"][m.start : m.end]
+                assert m.text[0] not in BOUNDARY_CHARS and m.text[-1] not in BOUNDARY_CHARS, (locale, pattern.name, m)
+
+
+ADVERSARIAL = {
+    "digits": "1" * 100_000,
+    "digits_spaced": "12 " * 33_000,
+    "dots": "." * 100_000,
+    "at_signs": "@" * 100_000,
+    "dots_and_at": ".@" * 50_000,
+    "word_dots": "a." * 50_000,
+    "letters": "a" * 100_000,
+    "email_like": ("a" * 50 + ".") * 2_000 + "@",
+    "dashes_digits": "1-" * 50_000,
+    "colons_hex": "a:" * 50_000,
+    "slashes": "1/" * 50_000,
+}
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_no_catastrophic_backtracking(locale: str):
+    """Each pattern on each 100 kB adversarial input; the whole pack must finish well within a second."""
+    pack = _pack(locale)
+    slowest = (0.0, "", "")
+    total = 0.0
+    for input_name, text in ADVERSARIAL.items():
+        for pattern in pack.patterns:
+            started = time.perf_counter()
+            for _ in pattern.regex.finditer(text):
+                pass
+            elapsed = time.perf_counter() - started
+            total += elapsed
+            slowest = max(slowest, (elapsed, pattern.name, input_name))
+        assert slowest[0] < 0.5, f"{locale}: pattern {slowest[1]!r} took {slowest[0]:.2f}s on {slowest[2]!r}"
+    per_input = total / len(ADVERSARIAL)
+    assert per_input < 1.0, f"{locale}: whole pack took {per_input:.2f}s per 100 kB input on average"
+
+
+def test_blacklist_window_is_respected(tmp_path: Path):
+    """A blacklist term only suppresses matches within its window, on either side."""
+    (tmp_path / "pack.yml").write_text(
+        "locale: xx\npatterns:\n  - name: zip\n    label: LOCATION\n    regex: '(?<!\\d)\\d{5}(?!\\d)'\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "context.yml").write_text(
+        "blacklists:\n  LOCATION:\n    - terms: [leucocitos]\n      window: 15\n", encoding="utf-8"
+    )
+    pack = RegexPack.from_dir(tmp_path)
+    assert [m.text for m in pack.find("leucocitos: 12000")] == []
+    assert [m.text for m in pack.find("12000 leucocitos")] == []
+    assert [m.text for m in pack.find("leucocitos normales; vive en 28004")] == ["28004"]
+
+
+def test_failed_check_digit_is_generic_id_only_after_a_trigger(tmp_path: Path):
+    (tmp_path / "pack.yml").write_text(
+        "locale: xx\npatterns:\n  - name: rpps\n    label: ID\n    validator: fr_rpps\n"
+        "    regex: '(?<!\\d)\\d{11}(?!\\d)'\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "context.yml").write_text("triggers:\n  ID:\n    - terms: [IPP]\n      window: 10\n", encoding="utf-8")
+    pack = RegexPack.from_dir(tmp_path)
+    valid, invalid = "10003034567", "10003034568"
+    assert [(m.text, m.kind, m.validated) for m in pack.find(f"RPPS {valid}")] == [(valid, "rpps", True)]
+    assert pack.find(f"numéro {invalid}") == []
+    assert [(m.text, m.kind) for m in pack.find(f"IPP : {invalid}")] == [(invalid, "generic")]
