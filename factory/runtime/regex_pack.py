@@ -72,6 +72,10 @@ class ContextRule:
     boost: float = 0.0
     side: str = "both"  # where the term must be: "before" the match, "after" it, or "both" sides
 
+    @property
+    def longest_term(self) -> int:
+        return max(len(t) for t in self.terms)
+
 
 def _compile_terms(terms: list[str]) -> re.Pattern:
     # Terms are matched as whole words, case-insensitively; longest first so "Tél. port." wins over "Tél.".
@@ -147,11 +151,15 @@ class RegexPack:
 
     # ------------------------------------------------------------------ matching
     def _near(self, rules: list[ContextRule], text: str, start: int, end: int) -> ContextRule | None:
+        """The first rule with a term whose nearest edge is within `window` characters of the match."""
         for rule in rules:
-            lo = max(0, start - rule.window) if rule.side != "after" else end
-            hi = min(len(text), end + rule.window) if rule.side != "before" else start
+            reach = rule.window + rule.longest_term
+            lo = max(0, start - reach) if rule.side != "after" else end
+            hi = min(len(text), end + reach) if rule.side != "before" else start
             for hit in rule.regex.finditer(text, lo, hi):
-                if hit.end() <= start or hit.start() >= end:
+                if hit.end() <= start and start - hit.end() <= rule.window:
+                    return rule
+                if hit.start() >= end and hit.start() - end <= rule.window:
                     return rule
         return None
 
@@ -249,8 +257,16 @@ def _parse_pattern(pack_file: Path, index: int, raw: dict, vocab: dict[str, list
     validator = raw.get("validator")
     if validator:
         get_validator(validator)  # fail at load time on a typo, not at match time
+    cases = list(raw.get("cases") or [])
+    for i, case in enumerate(cases):
+        # YAML turns unquoted 2019-03-12 into a date and 12:30 into a number: insist on strings
+        expect = case.get("expect") or [] if isinstance(case, dict) else None
+        if expect is None or not isinstance(case.get("text"), str) or not all(
+            isinstance(e, str) or (isinstance(e, dict) and isinstance(e.get("text"), str)) for e in expect
+        ):
+            raise PackError(f"{where}: case {i} needs a string `text` and `expect` strings (quote dates and times)")
     return Pattern(name=name, label=raw["label"], regex=compiled, group=group, validator=validator,
-                   kind=raw.get("kind", ""), score=float(raw.get("score", 0.8)), cases=list(raw.get("cases") or []))
+                   kind=raw.get("kind", ""), score=float(raw.get("score", 0.8)), cases=cases)
 
 
 def _parse_context(path: Path, section: dict) -> dict[str, list[ContextRule]]:
