@@ -6,6 +6,12 @@ import typer
 
 app = typer.Typer(help="Build deid_<lang> de-identification pipelines from annotated clinical narratives.", no_args_is_help=True)
 
+from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
+
+app.command("pack-test")(pack_test_command)
+app.command("scan")(scan_command)
+app.command("new-locale")(new_locale_command)
+
 
 def main() -> None:  # pragma: no cover - console entry
     app()

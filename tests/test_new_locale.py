@@ -1,0 +1,49 @@
+"""Scaffolding a new locale gives a loadable pack whose starter cases pass, and never overwrites."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from deid_factory.cli import app
+from deid_factory.packs import run_pack_cases, scaffold_locale
+from deid_factory.runtime.regex_pack import RegexPack
+
+import yaml
+
+
+def test_scaffold_writes_a_working_starter_pack(tmp_path):
+    written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path)
+    assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml"}
+    settings = yaml.safe_load((tmp_path / "languages" / "it" / "locale.yml").read_text())
+    assert settings["lang"] == "it" and settings["faker_locale"] == "it_IT" and settings["regex_pack"] == "it"
+    pack = RegexPack.from_dir(tmp_path / "regex_packs" / "it")
+    results = run_pack_cases(pack)
+    assert len(results) >= 10
+    assert all(r.passed for r in results), [r.describe() for r in results if not r.passed]
+    assert [m.text for m in pack.find("tel +39 123 456 789, mail a.b@c.it")] == ["+39 123 456 789", "a.b@c.it"]
+
+
+def test_scaffold_refuses_to_overwrite(tmp_path):
+    scaffold_locale("it", "Italian", "it_IT", root=tmp_path)
+    with pytest.raises(FileExistsError, match="already exists"):
+        scaffold_locale("it", "Italian", "it_IT", root=tmp_path)
+
+
+def test_scaffold_rejects_bad_codes(tmp_path):
+    with pytest.raises(ValueError, match="lowercase"):
+        scaffold_locale("IT", "Italian", "it_IT", root=tmp_path)
+
+
+def test_pack_test_command_reports_failures(tmp_path):
+    scaffold_locale("it", "Italian", "it_IT", root=tmp_path)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(tmp_path / "regex_packs")])
+    assert ok.exit_code == 0, ok.output
+    assert "0 failed" in ok.output
+    pack_file = tmp_path / "regex_packs" / "it" / "pack.yml"
+    # break one expectation: the command must fail and name pack, pattern and case
+    pack_file.write_text(pack_file.read_text().replace("expect: [info@helloworld.org]}", "expect: [nobody@example.org]}", 1))
+    bad = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(tmp_path / "regex_packs")])
+    assert bad.exit_code == 1
+    assert "pattern 'email', case 0" in bad.output
