@@ -13,5 +13,18 @@ app.command("scan")(scan_command)
 app.command("new-locale")(new_locale_command)
 
 
+from .train import train_command  # noqa: E402
+from .evaluate import evaluate_command  # noqa: E402
+from .package import assemble_command, install_command, package_command  # noqa: E402
+from .render import render_projects_command  # noqa: E402
+
+app.command("train")(train_command)
+app.command("evaluate")(evaluate_command)
+app.command("assemble")(assemble_command)
+app.command("package")(package_command)
+app.command("install-wheel")(install_command)
+app.command("render-projects")(render_projects_command)
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()

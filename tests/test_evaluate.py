@@ -1,0 +1,82 @@
+"""Metric functions on hand-made gold/pred, and the evaluation report on a tiny trained pipeline."""
+
+import json
+
+import pytest
+
+from deid_factory.evaluate import EvalError, entity_scores, gold_tokens, leak_scores, load_corpus
+
+
+def test_strict_scores_exact_span_and_label():
+    gold = [[(0, 5, "PERSON"), (10, 20, "DATE")], [(3, 8, "ID")]]
+    pred = [[(0, 5, "PERSON"), (10, 19, "DATE")], [(3, 8, "PHONE")]]
+    s = entity_scores(gold, pred, "strict")
+    assert s["micro"]["p"] == pytest.approx(1 / 3, abs=1e-4)
+    assert s["micro"]["r"] == pytest.approx(1 / 3, abs=1e-4)
+    assert s["per_label"]["PERSON"]["f"] == 1.0
+    assert s["per_label"]["DATE"]["f"] == 0.0
+    assert s["per_label"]["PHONE"] == {"p": 0.0, "r": 0.0, "f": 0.0, "n_gold": 0, "n_pred": 1}
+    assert s["per_label"]["ID"]["n_gold"] == 1 and s["per_label"]["ID"]["r"] == 0.0
+
+
+def test_overlap_scores_need_same_label_and_overlap():
+    gold = [[(0, 5, "PERSON"), (10, 20, "DATE"), (30, 35, "ID")]]
+    pred = [[(2, 7, "PERSON"), (12, 14, "DATE"), (35, 40, "ID"), (30, 35, "PHONE")]]
+    s = entity_scores(gold, pred, "overlap")
+    # PERSON and DATE overlap; ID touches but does not overlap; PHONE has the wrong label
+    assert s["micro"]["r"] == pytest.approx(2 / 3, abs=1e-4)
+    assert s["micro"]["p"] == pytest.approx(2 / 4, abs=1e-4)
+    f = 2 * (2 / 3) * 0.5 / (2 / 3 + 0.5)
+    assert s["micro"]["f"] == pytest.approx(f, abs=1e-4)
+
+
+def test_empty_predictions_and_mismatched_lengths():
+    s = entity_scores([[(0, 1, "ID")]], [[]])
+    assert s["micro"] == {"p": 0.0, "r": 0.0, "f": 0.0, "n_gold": 1, "n_pred": 0}
+    with pytest.raises(ValueError):
+        entity_scores([[]], [[], []])
+    with pytest.raises(ValueError):
+        entity_scores([[]], [[]], mode="fuzzy")
+
+
+def test_token_recall_counts_partly_covered_tokens_as_leaks():
+    text = "Ana María Pérez vino el 12/03/2020."
+    gold = [(0, 15, "PERSON"), (24, 34, "DATE")]
+    assert gold_tokens(text, gold) == [(0, 3), (4, 9), (10, 15), (24, 26), (27, 29), (30, 34)]
+    # "Pérez" half covered = leaked; the date covered with another label still counts (label ignored)
+    pred = [(0, 9, "PERSON"), (10, 12, "PERSON"), (24, 34, "ID")]
+    s = leak_scores([text], [gold], [pred])
+    assert s["token_recall"] == pytest.approx(5 / 6, abs=1e-4)
+    assert s["docs_fully_redacted"] == 0.0
+    s = leak_scores([text, "sin datos"], [gold, []], [[(0, 15, "PERSON"), (20, 34, "DATE")], []])
+    assert s["token_recall"] == 1.0 and s["docs_fully_redacted"] == 1.0 and s["docs"] == 2
+
+
+def test_load_corpus_errors_name_the_path(tmp_path):
+    with pytest.raises(EvalError, match="not found"):
+        load_corpus(tmp_path / "missing.jsonl")
+    bad = tmp_path / "corpus.txt"
+    bad.write_text("x")
+    with pytest.raises(EvalError, match="corpus.txt"):
+        load_corpus(bad)
+
+
+def test_evaluate_pipeline_writes_metrics_report_and_plots(train_pipeline, train_corpus, train_model, tmp_path):
+    from deid_factory.evaluate import evaluate_pipeline
+
+    out = tmp_path / "metrics"
+    metrics = evaluate_pipeline(train_pipeline, train_corpus / "test.spacy", out, training_dir=train_model)
+    for name in ("metrics.json", "report.md", "training_curve.png", "per_label_f1.png"):
+        assert (out / name).stat().st_size > 0, name
+    saved = json.loads((out / "metrics.json").read_text())
+    assert set(saved["systems"]) == {"ner", "regex", "combined"}
+    comb = saved["systems"]["combined"]
+    assert comb["strict"]["micro"]["n_gold"] > 50
+    # the tiny model plus the es pack find most PHI in unseen synthetic records
+    assert comb["overlap"]["micro"]["f"] > 0.6
+    assert comb["token_recall"] >= saved["systems"]["regex"]["token_recall"]
+    assert "PERSON" in (out / "report.md").read_text()
+    # JSONL gold gives the same documents as the DocBin
+    m2 = evaluate_pipeline(train_pipeline, train_corpus / "test.jsonl", tmp_path / "m2")
+    assert m2["docs"] == metrics["docs"]
+    assert m2["systems"]["combined"]["strict"]["micro"]["n_gold"] == comb["strict"]["micro"]["n_gold"]

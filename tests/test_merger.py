@@ -1,0 +1,72 @@
+"""deid_merger: resolution rules between NER entities and regex pack matches, on real Docs."""
+
+import spacy
+from spacy.tokens import Span
+
+from deid_factory.runtime.merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, DeidMerger
+
+
+def _doc(text, ner, regex):
+    """ner: [(start_tok, end_tok, label)], regex: [(start_tok, end_tok, label, score)]."""
+    nlp = spacy.blank("es")
+    doc = nlp(text)
+    doc.ents = [Span(doc, s, e, label=lab) for s, e, lab in ner]
+    spans = []
+    for s, e, lab, score in regex:
+        span = Span(doc, s, e, label=lab)
+        span._.deid_score = score
+        span._.deid_source = "regex"
+        spans.append(span)
+    doc.spans["deid_regex"] = spans
+    return doc
+
+
+def _merge(doc):
+    return DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST)(doc)
+
+
+def test_validated_regex_beats_ner_on_a_structured_label():
+    #        0        1   2         3
+    doc = _doc("Paciente con 12345678Z hoy", ner=[(2, 3, "PERSON")], regex=[(2, 3, "ID", 0.95)])
+    out = _merge(doc)
+    assert [(e.start, e.end, e.label_) for e in out.ents] == [(2, 3, "ID")]
+    assert out.ents[0]._.deid_source == "regex" and out.ents[0]._.deid_validated
+    # the NER view is kept for evaluation
+    assert [(s.label_) for s in out.spans["deid_ner"]] == ["PERSON"]
+
+
+def test_ner_wins_for_names_over_unvalidated_patterns():
+    doc = _doc("Vino Mayo Pérez ayer", ner=[(1, 3, "PERSON")], regex=[(1, 2, "DATE", 0.8)])
+    out = _merge(doc)
+    assert [(e.start, e.end, e.label_) for e in out.ents] == [(1, 3, "PERSON")]
+    # unvalidated structured regex beats an NER guess of a non-name label
+    doc = _doc("Tel 600 123 456 ok", ner=[(1, 3, "ID")], regex=[(1, 4, "PHONE", 0.8)])
+    assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 4, "PHONE")]
+
+
+def test_same_label_overlaps_become_their_union_and_disjoint_spans_stay():
+    doc = _doc("el 12 de marzo de 2020 en Lugo", ner=[(1, 4, "DATE"), (7, 8, "LOCATION")],
+               regex=[(3, 6, "DATE", 0.8)])
+    out = _merge(doc)
+    assert [(e.start, e.end, e.label_) for e in out.ents] == [(1, 6, "DATE"), (7, 8, "LOCATION")]
+    assert out.ents[0]._.deid_source == "ner+regex"
+    assert [s.label_ for s in out.spans["deid"]] == ["DATE", "LOCATION"]
+
+
+def test_non_canonical_ner_labels_are_dropped():
+    doc = _doc("Ana vive aquí", ner=[(0, 1, "MISC")], regex=[])
+    assert list(_merge(doc).ents) == []
+
+
+def test_factory_in_a_pipeline_with_the_regex_pack():
+    from deid_factory.package import default_pack_dir
+    from deid_factory.runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank("es")
+    comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
+    comp.pack = RegexPack.from_dir(default_pack_dir("es"))
+    nlp.add_pipe("deid_merger")
+    doc = nlp("Correo: ana.perez@hospital.es, DNI 12345678Z.")
+    labels = {e.label_ for e in doc.ents}
+    assert {"EMAIL", "ID"} <= labels
+    assert all(e._.deid_source == "regex" for e in doc.ents)

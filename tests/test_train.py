@@ -1,0 +1,47 @@
+"""Training: epoch-based early stopping on top of spaCy's step-based settings, curve log, GPU fallback."""
+
+import json
+
+import pytest
+
+from deid_factory.train import TrainError, read_training_log, steps_per_epoch, train_model
+
+
+def test_steps_per_epoch_follows_the_compounding_batcher():
+    assert steps_per_epoch([]) == 0
+    assert steps_per_epoch([50, 50]) == 1  # 100 words: one batch
+    assert steps_per_epoch([60] * 10) == 5  # 120 >= 100 each time
+    assert steps_per_epoch([2000] * 3) == 3  # oversize docs: one step each
+
+
+def test_trained_model_summary_and_curve(train_model):
+    summary = json.loads((train_model / "train_summary.json").read_text())
+    assert summary["device"] == "cpu" and summary["train_docs"] == 48
+    assert summary["epochs_run"] >= 1 and summary["steps_run"] > 0
+    curve = read_training_log(train_model / "log.jsonl")
+    assert len(curve) >= 2 and all(0 <= (r["ents_f"] or 0) <= 1 for r in curve)
+    assert summary["best_ents_f"] == max(r["ents_f"] for r in curve)
+    assert (train_model / "model-best" / "ner").is_dir()
+
+
+def test_gpu_request_falls_back_to_cpu(tmp_path, train_corpus, train_config):
+    summary = train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", train_config, tmp_path,
+                          gpu_id=0, max_epochs=1, patience=1, seed=1)
+    try:
+        import cupy  # noqa: F401
+        has_gpu = True
+    except ImportError:
+        has_gpu = False
+    assert summary["device"] == ("gpu:0" if has_gpu else "cpu")
+    assert summary["epochs_run"] == 1
+
+
+def test_bad_inputs_name_the_file(tmp_path, train_corpus, train_config):
+    with pytest.raises(TrainError, match="missing.spacy"):
+        train_model(tmp_path / "missing.spacy", train_corpus / "dev.spacy", train_config, tmp_path / "o")
+    junk = tmp_path / "junk.spacy"
+    junk.write_bytes(b"not a docbin")
+    with pytest.raises(TrainError, match="junk.spacy"):
+        train_model(junk, train_corpus / "dev.spacy", train_config, tmp_path / "o")
+    with pytest.raises(TrainError, match="config"):
+        train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", tmp_path / "nope.cfg", tmp_path / "o")
