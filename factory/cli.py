@@ -26,5 +26,15 @@ app.command("install-wheel")(install_command)
 app.command("render-projects")(render_projects_command)
 
 
+from .placeholders import calibrate_command, placeholder_command  # noqa: E402
+from .translate import translate_command  # noqa: E402
+from .argos_testkit import argos_testkit_command  # noqa: E402
+
+app.command("placeholder")(placeholder_command)
+app.command("calibrate")(calibrate_command)
+app.command("translate")(translate_command)
+app.command("argos-testkit")(argos_testkit_command)
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()

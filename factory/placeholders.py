@@ -1,0 +1,493 @@
+"""Placeholders: replace every PHI entity with a persistent term that machine translation keeps.
+
+Stage 4 of the factory (see DESIGN.md). A record's PHI spans are grouped into entities (same label and
+same normalised surface form; a PERSON mention whose words are a strict subset of exactly one longer
+PERSON mention is linked to it, e.g. a surname alone), each entity gets one term of the target's
+placeholder inventory (`languages/<lc>/placeholders.yml`), and every mention is replaced by that term.
+Coreference therefore survives translation, and the surrogate stage maps each term to one surrogate.
+
+The original surface strings are never stored: only a *shape* (word count, numeric or written date,
+unit present, international phone...) that lets surrogates look like what they replace. After
+translation, `find_placeholders` locates every term again and classifies what went wrong
+(missing, duplicated, merged, altered) so the translate stage can retry or drop the record.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import srsly
+import yaml
+
+from . import PROJECT_ROOT
+from .labels import CANONICAL_LABELS
+from .records import Record, RecordError, Span, append_record, read_records, span_problems
+
+log = logging.getLogger(__name__)
+
+LANGUAGES_DIR = PROJECT_ROOT / "languages"
+POOL = "ANY"  # shared terms used when a category's own list runs out
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class PlaceholderError(ValueError):
+    """A record that cannot be placeholderised; `reason` is a short machine-readable key."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+# ----------------------------------------------------------------------------- inventory
+@dataclass
+class Inventory:
+    """Placeholder terms per canonical label (plus the shared POOL), in order of preference."""
+
+    terms: dict[str, list[str]]
+    path: Path | None = None
+    survival: dict[str, float] = field(default_factory=dict)
+    calibrated: bool = False
+
+    def all_terms(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for values in self.terms.values():
+            for term in values:
+                seen.setdefault(term, None)
+        return list(seen)
+
+    def check(self) -> None:
+        where = self.path or "<inventory>"
+        counts = Counter(self.all_terms_with_repeats())
+        dup = [t for t, n in counts.items() if n > 1]
+        if dup:
+            raise ValueError(f"{where}: placeholder terms used in two categories: {', '.join(sorted(dup))}")
+        for term in counts:
+            if not re.fullmatch(r"[^\W\d_]+", term):
+                raise ValueError(f"{where}: placeholder term {term!r} must be one word of letters (no digits, '_' or spaces)")
+        unknown = [k for k in self.terms if k not in CANONICAL_LABELS and k != POOL]
+        if unknown:
+            raise ValueError(f"{where}: unknown categories {unknown}; use canonical labels or {POOL}")
+
+    def all_terms_with_repeats(self) -> list[str]:
+        return [t for values in self.terms.values() for t in values]
+
+
+def inventory_path(target: str) -> Path:
+    return LANGUAGES_DIR / target / "placeholders.yml"
+
+
+def load_inventory(target: str | None = None, path: str | Path | None = None) -> Inventory:
+    """Read the inventory: calibrated `terms` when present, otherwise the hand-written `candidates`."""
+    path = Path(path) if path else inventory_path(str(target))
+    if not path.exists():
+        raise FileNotFoundError(f"placeholder inventory not found: {path}")
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    survival: dict[str, float] = {}
+    if raw.get("terms"):
+        terms: dict[str, list[str]] = {}
+        for label, entries in raw["terms"].items():
+            terms[label] = []
+            for entry in entries or []:
+                if isinstance(entry, dict):
+                    terms[label].append(str(entry["term"]))
+                    survival[str(entry["term"])] = float(entry.get("survival", 1.0))
+                else:
+                    terms[label].append(str(entry))
+        inv = Inventory(terms, path, survival, calibrated=True)
+    elif raw.get("candidates"):
+        inv = Inventory({k: [str(t) for t in v or []] for k, v in raw["candidates"].items()}, path)
+    else:
+        raise ValueError(f"{path}: no `terms` or `candidates` section")
+    inv.check()
+    return inv
+
+
+def all_placeholder_terms() -> list[str]:
+    """Every candidate and calibrated term of every locale (the argos testkit trains its tokenizer on them)."""
+    found: dict[str, None] = {}
+    for path in sorted(LANGUAGES_DIR.glob("*/placeholders.yml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        for section in ("candidates", "terms"):
+            for entries in (raw.get(section) or {}).values():
+                for entry in entries or []:
+                    found.setdefault(str(entry["term"] if isinstance(entry, dict) else entry), None)
+    return list(found)
+
+
+# ----------------------------------------------------------------------------- entities and shapes
+def normalize_surface(text: str) -> str:
+    """Case-, accent- and punctuation-insensitive key: 'García-López' and 'GARCIA LOPEZ' are one entity."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(_WORD.findall(stripped.casefold()))
+
+
+def _casing(text: str) -> str:
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return "none"
+    if all(c.isupper() for c in letters):
+        return "upper"
+    if all(c.islower() for c in letters):
+        return "lower"
+    words = [w for w in _WORD.findall(text) if w[0].isalpha()]
+    if words and all(w[0].isupper() and (len(w) == 1 or not w[1:].isupper()) for w in words):
+        return "title"
+    return "mixed"
+
+
+def shape_of(label: str, surface: str) -> dict[str, Any]:
+    """Describe the form of a PHI string without keeping it (no PHI leaves this function)."""
+    words = _WORD.findall(surface)
+    digits = sum(c.isdigit() for c in surface)
+    letters = sum(c.isalpha() for c in surface)
+    shape: dict[str, Any] = {}
+    if label == "PERSON":
+        shape = {"words": len(words), "casing": _casing(surface), "initials": sum(1 for w in words if len(w) == 1)}
+    elif label == "DATE":
+        shape = {"form": "numeric" if letters == 0 else ("written" if digits else "words"), "digits": digits}
+    elif label == "AGE":
+        shape = {"unit": letters > 0, "digits": digits}
+    elif label == "PHONE":
+        shape = {"international": surface.lstrip().startswith(("+", "00")), "digits": digits}
+    elif label == "ID":
+        shape = {"digits": digits, "letters": letters}
+    elif label in ("LOCATION", "ORGANIZATION", "ADDRESS", "PROFESSION"):
+        shape = {"words": len(words), "digits": digits}
+    return shape
+
+
+def placeholderize(record: Record, inventory: Inventory, where: str = "<records>") -> Record:
+    """Return a copy of `record` whose PHI mentions are replaced by placeholder terms.
+
+    Raises PlaceholderError (reason `invalid_spans` or `inventory_exhausted`) naming the record only.
+    """
+    problems = span_problems(record)
+    if problems:
+        raise PlaceholderError("invalid_spans", f"{where}: record {record.id!r}: " + "; ".join(problems))
+    text = record.text
+    for term in inventory.all_terms():
+        if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text):
+            # The term already occurs in the text: after translation it could not be told apart.
+            raise PlaceholderError("term_in_text", f"{where}: record {record.id!r}: a placeholder term already occurs in the text")
+    spans = sorted(record.spans, key=lambda s: (s.start, s.end))
+    # 1. group mentions into entities by (label, normalised surface)
+    entity_of: dict[tuple[str, str], int] = {}
+    entities: list[dict[str, Any]] = []
+    mention_entity: list[int] = []
+    for span in spans:
+        surface = text[span.start : span.end]
+        key = (span.label, normalize_surface(surface))
+        if key not in entity_of:
+            entity_of[key] = len(entities)
+            entities.append({"label": span.label, "key": key[1], "mentions": 0, "shape": shape_of(span.label, surface), "attrs": {}})
+        ent = entities[entity_of[key]]
+        ent["mentions"] += 1
+        for k, v in span.attrs.items():
+            if k in ("kind", "source_label", "role") and isinstance(v, (str, int, float, bool)):
+                ent["attrs"].setdefault(k, v)
+        mention_entity.append(entity_of[key])
+    # 2. link partial PERSON mentions ("García") to the one longer PERSON entity that contains them
+    persons = [i for i, e in enumerate(entities) if e["label"] == "PERSON"]
+    for i in persons:
+        words = entities[i]["key"].split()
+        if not words:
+            continue
+        holders = [j for j in persons if j != i and set(words) < set(entities[j]["key"].split())]
+        if len(holders) == 1:
+            full = entities[holders[0]]["key"].split()
+            entities[i]["link"] = holders[0]
+            entities[i]["part"] = "given" if full[0] in words else "family"
+    # 3. assign terms: each label's own list first, then the shared pool
+    used: set[str] = set()
+    next_index: Counter = Counter()
+    for ent in entities:
+        own = inventory.terms.get(ent["label"], [])
+        pool = inventory.terms.get(POOL, [])
+        term = None
+        for candidate in own[next_index[ent["label"]] :] + pool:
+            if candidate not in used:
+                term = candidate
+                break
+        if term is None:
+            raise PlaceholderError(
+                "inventory_exhausted",
+                f"{where}: record {record.id!r}: more {ent['label']} entities than placeholder terms ({len(own)} + {len(pool)} shared)",
+            )
+        used.add(term)
+        if term in own:
+            next_index[ent["label"]] = own.index(term) + 1
+        ent["term"] = term
+    # 4. rebuild the text with the terms and exact spans
+    pieces: list[str] = []
+    new_spans: list[Span] = []
+    cursor = 0
+    length = 0
+    for span, ent_index in zip(spans, mention_entity):
+        gap = text[cursor : span.start]
+        pieces.append(gap)
+        length += len(gap)
+        term = entities[ent_index]["term"]
+        new_spans.append(Span(length, length + len(term), span.label, {"placeholder": term}))
+        pieces.append(term)
+        length += len(term)
+        cursor = span.end
+    pieces.append(text[cursor:])
+    new_text = "".join(pieces)
+    mapping: dict[str, dict[str, Any]] = {}
+    for index, ent in enumerate(entities):
+        entry: dict[str, Any] = {"label": ent["label"], "entity": index, "mentions": ent["mentions"], "shape": ent["shape"]}
+        if ent["attrs"]:
+            entry["attrs"] = ent["attrs"]
+        if "link" in ent:
+            entry["link"] = entities[ent["link"]]["term"]
+            entry["part"] = ent["part"]
+        mapping[ent["term"]] = entry
+    meta = dict(record.meta)
+    meta["placeholders"] = {"source_lang": record.lang, "inventory": str(inventory.path or ""), "terms": mapping}
+    meta["placeholder_text"] = new_text
+    return Record(record.id, record.lang, new_text, new_spans, meta)
+
+
+# ----------------------------------------------------------------------------- recovery
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def find_placeholders(text: str, terms: dict[str, dict[str, Any]]) -> tuple[list[Span], dict[str, str]]:
+    """Locate every term of `terms` ({term: {"label", "mentions"}}) in `text`.
+
+    Returns (spans, problems) where problems maps a term to one of: missing, duplicated, merged,
+    altered. A record is usable only when problems is empty: each term occurs exactly as often as it
+    did in the source, spelled exactly the same, as a whole word.
+    """
+    spans: list[Span] = []
+    problems: dict[str, str] = {}
+    folded_words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(text)]
+    folded_terms = {_fold(t): t for t in terms}
+    for term, info in terms.items():
+        exact = [m for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", text)]
+        expected = int(info.get("mentions", 1))
+        if len(exact) == expected:
+            spans.extend(Span(m.start(), m.end(), info["label"], {"placeholder": term}) for m in exact)
+            continue
+        if len(exact) > expected:
+            problems[term] = "duplicated"
+            continue
+        folded = _fold(term)
+        reason = "missing"
+        for _, _, word in folded_words:
+            if word == folded:
+                reason = "altered"  # case changed or accents transliterated
+            elif folded in word:
+                others = [ft for ft in folded_terms if ft != folded and ft in word]
+                reason = "merged" if others else "altered"  # glued to another term / inflected
+            if reason != "missing":
+                break
+        problems[term] = reason
+    spans.sort(key=lambda s: (s.start, s.end))
+    for a, b in zip(spans, spans[1:]):
+        if b.start < a.end:
+            problems[str(b.attrs.get("placeholder"))] = "merged"
+    return spans, problems
+
+
+# ----------------------------------------------------------------------------- stage command
+def placeholder_file(
+    in_path: str | Path,
+    out_path: str | Path,
+    target: str,
+    inventory_file: str | Path | None = None,
+    report_path: str | Path | None = None,
+) -> dict[str, Any]:
+    """Placeholderise every record of in_path into out_path (atomic); return the report."""
+    import os
+    import tempfile
+
+    in_path, out_path = Path(in_path), Path(out_path)
+    inventory = load_inventory(target, inventory_file)
+    report: dict[str, Any] = {
+        "stage": "placeholder",
+        "input": str(in_path),
+        "output": str(out_path),
+        "target": target,
+        "inventory": str(inventory.path),
+        "calibrated_inventory": inventory.calibrated,
+        "records_in": 0,
+        "records_out": 0,
+        "dropped": {},
+        "dropped_ids": {},
+        "entities": Counter(),
+        "mentions": Counter(),
+        "linked_partial_names": 0,
+        "max_entities_per_record": 0,
+    }
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out_path.name + ".", suffix=".tmp", dir=out_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for lineno, record in enumerate(read_records(in_path), start=1):
+                report["records_in"] += 1
+                try:
+                    result = placeholderize(record, inventory, where=f"{in_path}:{lineno}")
+                except PlaceholderError as err:
+                    report["dropped"][err.reason] = report["dropped"].get(err.reason, 0) + 1
+                    report["dropped_ids"].setdefault(err.reason, []).append(record.id)
+                    log.warning("%s", err)
+                    continue
+                terms = result.meta["placeholders"]["terms"]
+                for info in terms.values():
+                    report["entities"][info["label"]] += 1
+                    report["mentions"][info["label"]] += info["mentions"]
+                    report["linked_partial_names"] += 1 if "link" in info else 0
+                report["max_entities_per_record"] = max(report["max_entities_per_record"], len(terms))
+                append = handle.write
+                append(srsly.json_dumps(result.to_dict()) + "\n")
+                report["records_out"] += 1
+        os.replace(tmp, out_path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    report["entities"] = dict(report["entities"])
+    report["mentions"] = dict(report["mentions"])
+    if report_path:
+        _write_json(report_path, report)
+    return report
+
+
+def _write_json(path: str | Path, data: Any) -> None:
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(srsly.json_dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def placeholder_command(
+    in_path: Path,
+    out_path: Path,
+    target: str = "fr",
+    report: Path | None = None,
+    inventory: Path | None = None,
+) -> None:
+    """Replace every PHI entity by a persistent placeholder term (same entity -> same term)."""
+    import typer
+
+    try:
+        result = placeholder_file(in_path, out_path, target, inventory, report)
+    except (FileNotFoundError, RecordError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    dropped = ", ".join(f"{k}={v}" for k, v in result["dropped"].items()) or "none"
+    typer.echo(f"placeholder: {result['records_out']}/{result['records_in']} records written to {out_path} (dropped: {dropped})")
+
+
+# ----------------------------------------------------------------------------- calibration
+def survival_of(term: str, translations: Iterable[str]) -> dict[str, Any]:
+    """How a term came back in translated sentences that each held it once."""
+    outcome = Counter()
+    for text in translations:
+        _, problems = find_placeholders(text, {term: {"label": "X", "mentions": 1}})
+        outcome[problems.get(term, "kept")] += 1
+    total = sum(outcome.values())
+    return {"survival": round(outcome["kept"] / total, 4) if total else 0.0, "outcomes": dict(outcome)}
+
+
+def calibrate(
+    source: str,
+    target: str,
+    out_path: str | Path,
+    translate_fn=None,
+    packages_dir: str | Path | None = None,
+    min_survival: float = 1.0,
+    argos_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Run every candidate term through the route source -> target inside sample sentences; keep the
+    terms that survive unchanged (case, inflection, transliteration) in at least `min_survival` of them,
+    and write the chosen inventory (with each term's survival rate) to out_path."""
+    out_path = Path(out_path)
+    target_file = out_path if out_path.exists() else inventory_path(target)
+    raw = yaml.safe_load(target_file.read_text(encoding="utf-8")) or {}
+    candidates: dict[str, list[str]] = raw.get("candidates") or {}
+    if not candidates:
+        raise ValueError(f"{target_file}: no `candidates` to calibrate")
+    source_raw = yaml.safe_load(inventory_path(source).read_text(encoding="utf-8")) or {}
+    sentences = source_raw.get("calibration_sentences") or []
+    if not sentences:
+        raise ValueError(f"{inventory_path(source)}: no `calibration_sentences` for source language {source}")
+    route: list[str] = [source, target]
+    if translate_fn is None:
+        from .translate import ArgosRoute
+
+        argos = ArgosRoute.open(source, target, packages_dir=packages_dir, argos_dir=argos_dir)
+        route = argos.route
+        translate_fn = argos.translate_text
+    chosen: dict[str, list[dict[str, Any]]] = {}
+    rejected: dict[str, dict[str, Any]] = {}
+    for label, terms in candidates.items():
+        chosen[label] = []
+        for term in terms:
+            outputs = [translate_fn(s.replace("{}", term)) for s in sentences]
+            result = survival_of(term, outputs)
+            if result["survival"] >= min_survival:
+                chosen[label].append({"term": term, "survival": result["survival"]})
+            else:
+                rejected[term] = result
+    header = [line for line in target_file.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    from datetime import datetime, timezone
+
+    data = {k: v for k, v in raw.items() if k not in ("terms", "calibration", "rejected")}
+    data["calibration"] = {
+        "route": route,
+        "sentences": len(sentences),
+        "min_survival": min_survival,
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    data["terms"] = chosen
+    data["rejected"] = rejected
+    text = "\n".join(header) + "\n" + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
+    import os
+    import tempfile
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out_path.name + ".", suffix=".tmp", dir=out_path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, out_path)
+    kept = sum(len(v) for v in chosen.values())
+    return {"route": route, "kept": kept, "rejected": len(rejected), "terms": chosen, "rejected_terms": rejected}
+
+
+def calibrate_command(
+    source: str = "es",
+    target: str = "fr",
+    out: Path | None = None,
+    packages_dir: Path | None = None,
+    min_survival: float = 1.0,
+    argos_dir: Path | None = None,
+) -> None:
+    """Measure which placeholder candidates survive the installed Argos route and write the inventory."""
+    import typer
+
+    out = out or inventory_path(target)
+    try:
+        result = calibrate(source, target, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir)
+    except Exception as err:  # route missing, bad files: one clear line, no traceback
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(
+        f"calibrate {' -> '.join(result['route'])}: kept {result['kept']} terms, rejected {result['rejected']}; wrote {out}"
+    )

@@ -1,0 +1,578 @@
+"""Offline translation of placeholder records with Argos Translate (stage 5).
+
+* Packages come from local `.argosmodel` files (`--packages-dir`, one folder per language project;
+  the spaCy project lists them as assets with URL and checksum for machines that are online).
+  Nothing is ever downloaded here, and a socket guard refuses any connection while the stage runs.
+* Route: the direct package when installed, otherwise source -> pivot -> target (pivot from
+  languages/<target>/locale.yml, English by default, as the thesis did es -> en -> fr). The pivot
+  text is kept in the record.
+* Every placeholder must come back exactly. A record that loses one is retried sentence by sentence,
+  then clause by clause, and dropped with a reason only if that fails too.
+* Records are translated by worker processes with a bounded queue, written in input order and
+  appended one by one (flush + fsync): a crash or Ctrl-C loses nothing and a re-run resumes.
+* source == target: records pass through unchanged and Argos is not even imported.
+
+Argos is imported lazily so the rest of the factory works without it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import socket
+import zipfile
+from collections import Counter, deque
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import srsly
+import yaml
+
+from . import PROJECT_ROOT
+from .placeholders import _write_json, find_placeholders
+from .records import Record, RecordError, append_record, read_records
+
+log = logging.getLogger(__name__)
+
+_MARKER = ".deid_factory_sha256"  # written into each package we install, to detect a changed file
+
+
+class RouteMissing(RuntimeError):
+    """No installed Argos route from source to target; the message says what to install and how."""
+
+
+class NetworkBlocked(OSError):
+    """Raised by the socket guard: this stage never talks to the network."""
+
+
+# ----------------------------------------------------------------------------- network guard
+@contextmanager
+def no_network(allow: bool = False) -> Iterator[None]:
+    """Refuse every outgoing connection (and name lookup) while the block runs.
+
+    Argos and its helpers (minisbd, spaCy model download) try the network in a few places when
+    something is missing; under this guard they fail at once instead of sending anything."""
+    if allow:
+        yield
+        return
+    saved = (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection)
+
+    def refuse(*_args, **_kwargs):
+        raise NetworkBlocked("network access is disabled in the translate stage (deid_factory)")
+
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+    socket.socket.connect_ex = refuse  # type: ignore[method-assign]
+    socket.getaddrinfo = refuse  # type: ignore[assignment]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection = saved  # type: ignore[method-assign]
+
+
+# ----------------------------------------------------------------------------- Argos set-up
+def _package_members(path: Path) -> tuple[dict[str, Any], set[str]]:
+    """metadata.json and top-level folder names inside an .argosmodel zip."""
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        meta_name = next((n for n in names if n.count("/") == 1 and n.endswith("/metadata.json")), None)
+        if meta_name is None:
+            raise ValueError(f"{path}: not an Argos package (no <root>/metadata.json)")
+        metadata = json.loads(zf.read(meta_name).decode("utf-8"))
+        metadata["_root"] = meta_name.split("/")[0]
+        dirs = {n.split("/")[1] for n in names if n.count("/") >= 2}
+    return metadata, dirs
+
+
+def package_files(packages_dir: str | Path | None) -> list[Path]:
+    if not packages_dir:
+        return []
+    packages_dir = Path(packages_dir)
+    if not packages_dir.is_dir():
+        raise FileNotFoundError(f"packages directory not found: {packages_dir}")
+    return sorted(packages_dir.glob("*.argosmodel"))
+
+
+def _auto_chunk_type(packages_dir, argos_dir) -> str | None:
+    """SPACY when every package at hand carries its own spaCy sentence splitter and none a Stanza or
+    MiniSBD one: Argos' default splitter would otherwise try to download a MiniSBD model."""
+    sbd: list[set[str]] = []
+    for path in package_files(packages_dir):
+        sbd.append(_package_members(path)[1] & {"spacy", "stanza", "minisbd"})
+    if argos_dir and Path(argos_dir).is_dir():
+        for pkg in Path(argos_dir).iterdir():
+            if (pkg / "metadata.json").exists():
+                sbd.append({p.name for p in pkg.iterdir() if p.name in ("spacy", "stanza", "minisbd")})
+    if sbd and all(s == {"spacy"} for s in sbd):
+        return "SPACY"
+    return None
+
+
+def configure_argos(
+    packages_dir: str | Path | None = None,
+    argos_dir: str | Path | None = None,
+    device: str = "cpu",
+    beam_size: int | None = None,
+    intra_threads: int | None = None,
+) -> None:
+    """Point Argos at its settings before (or, for what it re-reads, after) it is imported.
+
+    argos_dir: where packages are installed (ARGOS_PACKAGES_DIR); default: Argos' own folder."""
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"device must be cpu or cuda, not {device!r}")
+    env = {"ARGOS_DEVICE_TYPE": device}
+    if argos_dir:
+        Path(argos_dir).mkdir(parents=True, exist_ok=True)
+        env["ARGOS_PACKAGES_DIR"] = str(Path(argos_dir).resolve())
+    if beam_size:
+        env["ARGOS_BEAM_SIZE"] = str(beam_size)
+    if intra_threads is not None:
+        env["ARGOS_INTRA_THREADS"] = str(intra_threads)
+    if "ARGOS_CHUNK_TYPE" not in os.environ:
+        chunk = _auto_chunk_type(packages_dir, argos_dir)
+        if chunk:
+            env["ARGOS_CHUNK_TYPE"] = chunk
+    os.environ.update(env)
+    import sys
+
+    if "argostranslate.settings" in sys.modules:  # already imported: update what it reads at call time
+        settings = sys.modules["argostranslate.settings"]
+        settings.device = device
+        if beam_size:
+            settings.beam_size = int(beam_size)
+        if intra_threads is not None:
+            settings.intra_threads = int(intra_threads)
+        if os.environ.get("ARGOS_CHUNK_TYPE") in settings.chunk_type_mapping:
+            settings.chunk_type = settings.chunk_type_mapping[os.environ["ARGOS_CHUNK_TYPE"]]
+        if argos_dir:
+            settings.package_data_dir = Path(env["ARGOS_PACKAGES_DIR"])
+            settings.package_dirs = [settings.package_data_dir]
+        _clear_argos_caches()
+
+
+def _clear_argos_caches() -> None:
+    import sys
+
+    tr = sys.modules.get("argostranslate.translate")
+    if tr is not None:
+        tr.get_installed_languages.cache_clear()
+        tr.installed_translates.clear()
+
+
+def _import_argos():
+    """Import argostranslate with its one download-at-import (the spaCy xx model) turned off."""
+    from argostranslate import networking, settings  # noqa: F401
+
+    def offline_cache_spacy():  # the original downloads xx_sent_ud_sm when not cached
+        cached = Path(settings.cache_dir) / "spacy"
+        return cached if (cached / "senter" / "model").exists() else None
+
+    networking.cache_spacy = offline_cache_spacy
+    from argostranslate import package, translate
+
+    return package, translate
+
+
+def install_packages(packages_dir: str | Path | None) -> list[str]:
+    """Install every .argosmodel of packages_dir that is not installed yet (or changed); return pair names."""
+    files = package_files(packages_dir)
+    if not files:
+        return []
+    package, _ = _import_argos()
+    from argostranslate import settings
+
+    installed: list[str] = []
+    for path in files:
+        metadata, _ = _package_members(path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        pair = f"{metadata.get('from_code')}-{metadata.get('to_code')}"
+        target_dir = Path(settings.package_data_dir) / metadata["_root"]
+        marker = target_dir / _MARKER
+        if marker.exists() and marker.read_text().strip() == digest:
+            continue
+        # Another package of the same pair (an older or different file) would shadow this one.
+        for pkg in package.get_installed_packages():
+            if (pkg.from_code, pkg.to_code) == (metadata.get("from_code"), metadata.get("to_code")):
+                package.uninstall(pkg)
+        package.install_from_path(path)
+        marker.write_text(digest + "\n")
+        installed.append(pair)
+        log.info("installed Argos package %s from %s", pair, path.name)
+    _clear_argos_caches()
+    return installed
+
+
+def pivot_of(target: str) -> str:
+    path = PROJECT_ROOT / "languages" / target / "locale.yml"
+    if path.exists():
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return str(raw.get("pivot_lang") or "en")
+    return "en"
+
+
+def missing_route_message(source: str, target: str, pivot: str, pairs: set[tuple[str, str]], packages_dir) -> str:
+    needed = [(source, target)] if source == pivot or target == pivot else [(source, pivot), (pivot, target)]
+    missing = [f"translate-{a}_{b}" for a, b in needed if (a, b) not in pairs]
+    where = f" (none found in {packages_dir})" if packages_dir else ""
+    return (
+        f"no Argos route {source} -> {target}: install translate-{source}_{target}, or the pivot pair "
+        f"{' + '.join(missing) or f'translate-{source}_{pivot} + translate-{pivot}_{target}'}{where}. "
+        f"Put the .argosmodel files in a folder and pass --packages-dir FOLDER "
+        f"(`spacy project assets languages/{target}` fetches them on a machine that is online, "
+        f"or `argospm install translate-{source}_{pivot}`); this command never downloads anything itself."
+    )
+
+
+class ArgosRoute:
+    """The installed route source -> [pivot ->] target, as a list of Argos translations (hops)."""
+
+    def __init__(self, route: list[str], hops: list[Any]):
+        self.route = route
+        self.hops = hops
+
+    @classmethod
+    def open(
+        cls,
+        source: str,
+        target: str,
+        packages_dir: str | Path | None = None,
+        argos_dir: str | Path | None = None,
+        device: str = "cpu",
+        beam_size: int | None = None,
+        pivot: str | None = None,
+        install: bool = True,
+        intra_threads: int | None = None,
+    ) -> "ArgosRoute":
+        configure_argos(packages_dir, argos_dir, device, beam_size, intra_threads)
+        if device == "cuda":
+            import ctranslate2
+
+            if ctranslate2.get_cuda_device_count() == 0:
+                raise RuntimeError("--device cuda was asked but CTranslate2 sees no CUDA device")
+        package, translate = _import_argos()
+        if install:
+            install_packages(packages_dir)
+        pairs = {(p.from_code, p.to_code) for p in package.get_installed_packages() if getattr(p, "type", "translate") == "translate"}
+        pivot = pivot or pivot_of(target)
+        if (source, target) in pairs:
+            route = [source, target]
+        elif (source, pivot) in pairs and (pivot, target) in pairs:
+            route = [source, pivot, target]
+        else:
+            raise RouteMissing(missing_route_message(source, target, pivot, pairs, packages_dir))
+        languages = {lang.code: lang for lang in translate.get_installed_languages()}
+        hops = []
+        for a, b in zip(route, route[1:]):
+            hop = languages[a].get_translation(languages[b])
+            if hop is None:  # pragma: no cover - pairs said it was installed
+                raise RouteMissing(missing_route_message(source, target, pivot, pairs, packages_dir))
+            hops.append(hop)
+        return cls(route, hops)
+
+    def translate_hops(self, text: str) -> list[str]:
+        """Translate through each hop; return the text after every hop (pivot..., target)."""
+        outputs = []
+        for hop in self.hops:
+            text = hop.translate(text)
+            outputs.append(text)
+        return outputs
+
+    def translate_text(self, text: str) -> str:
+        return self.translate_hops(text)[-1]
+
+
+# ----------------------------------------------------------------------------- chunking for repair
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'»”)\]]*\s+|\n+")
+_CLAUSE_END = re.compile(r"(?<=[.!?…,;:])[\"'»”)\]]*\s+|\n+")
+
+
+def split_chunks(text: str, level: str) -> list[tuple[str, str]]:
+    """Split text into (chunk, following separator) pairs whose concatenation is the text."""
+    if level == "record":
+        return [(text, "")]
+    pattern = _SENTENCE_END if level == "sentence" else _CLAUSE_END
+    result: list[tuple[str, str]] = []
+    cursor = 0
+    for m in pattern.finditer(text):
+        if m.start() > cursor:
+            result.append((text[cursor : m.start()], m.group()))
+        elif result:
+            result[-1] = (result[-1][0], result[-1][1] + m.group())
+        cursor = m.end()
+    if cursor < len(text) or not result:
+        result.append((text[cursor:], ""))
+    return result
+
+
+LEVELS = ("record", "sentence", "clause")
+
+
+def translate_record(record: Record, hops: Callable[[str], list[str]], route: list[str], target: str) -> dict[str, Any]:
+    """Translate one placeholder record; return {"status": kept|repaired|dropped, "record"?, "reason"?, ...}.
+
+    `hops(text)` returns the text after each hop of the route. Only ids and reasons are reported."""
+    terms = (record.meta.get("placeholders") or {}).get("terms") or {}
+    attempts: list[dict[str, Any]] = []
+    first_problems = None
+    for level in LEVELS:
+        chunks = split_chunks(record.text, level)
+        if level != "record" and len(chunks) <= 1 and attempts and attempts[-1]["chunks"] <= 1:
+            continue  # same single chunk as the previous level: retrying changes nothing
+        try:
+            per_hop: list[list[str]] = [[] for _ in range(len(route) - 1)]
+            for chunk, sep in chunks:
+                outs = hops(chunk) if chunk.strip() else [chunk] * (len(route) - 1)
+                for i, out in enumerate(outs):
+                    per_hop[i].append(out + sep)
+            texts = ["".join(parts) for parts in per_hop]
+        except Exception as err:  # a model error must not kill the run; the record is retried / dropped
+            attempts.append({"level": level, "chunks": len(chunks), "problem": f"error:{type(err).__name__}"})
+            continue
+        problems: dict[str, str] = {}
+        stage = "target"
+        for hop_index, hop_text in enumerate(texts):
+            spans, problems = find_placeholders(hop_text, terms)
+            if problems:
+                stage = "pivot" if hop_index < len(texts) - 1 else "target"
+                break
+        if first_problems is None:
+            first_problems = len(problems)
+        if not problems and not texts[-1].strip() and record.text.strip():
+            problems = {"": "empty"}
+        if not problems:
+            meta = dict(record.meta)
+            meta.pop("placeholder_text", None)
+            meta["source_text"] = record.text
+            meta["source_lang"] = record.lang
+            if len(texts) > 1:
+                meta["pivot_text"] = texts[0]
+                meta["pivot_lang"] = route[1]
+            meta["translation"] = {
+                "route": route,
+                "method": level,
+                "attempts": attempts,
+                "first_attempt_problem_terms": first_problems,
+            }
+            out = Record(record.id, target, texts[-1], spans, meta)
+            return {"status": "kept" if level == "record" else "repaired", "method": level, "record": out.to_dict(), "terms": len(terms), "first_problems": first_problems}
+        reason = sorted(Counter(problems.values()).items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        attempts.append({"level": level, "chunks": len(chunks), "problem": reason, "stage": stage, "terms_affected": len(problems)})
+    last = attempts[-1] if attempts else {"problem": "empty"}
+    reason = last["problem"]
+    if last.get("stage") == "pivot":
+        reason = f"{reason}_at_pivot"
+    return {"status": "dropped", "id": record.id, "reason": reason, "attempts": attempts, "terms": len(terms), "first_problems": first_problems if first_problems is not None else len(terms)}
+
+
+# ----------------------------------------------------------------------------- workers
+_WORKER: dict[str, Any] = {}
+
+
+def _worker_init(config: dict[str, Any]) -> None:
+    guard = no_network(config.get("allow_network", False))
+    guard.__enter__()  # for the life of the worker process
+    _WORKER["guard"] = guard
+    route = ArgosRoute.open(
+        config["source"], config["target"], None, config.get("argos_dir"), config["device"], config.get("beam_size"),
+        config.get("pivot"), install=False, intra_threads=config.get("intra_threads"),
+    )
+    _WORKER["route"] = route
+    _WORKER["target"] = config["target"]
+
+
+def _worker_translate(data: dict[str, Any]) -> dict[str, Any]:
+    route: ArgosRoute = _WORKER["route"]
+    record = Record.from_dict(data)
+    return translate_record(record, route.translate_hops, route.route, _WORKER["target"])
+
+
+# ----------------------------------------------------------------------------- the stage
+def _dropped_path(out_path: Path) -> Path:
+    return out_path.with_name(out_path.name + ".dropped.jsonl")
+
+
+def _load_done(out_path: Path) -> tuple[set[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Ids already written (kept or dropped) by an earlier run; a torn last line is cut off."""
+    done: set[str] = set()
+    kept: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
+    for path, bucket in ((out_path, kept), (_dropped_path(out_path), dropped)):
+        if not path.exists():
+            continue
+        good_bytes = 0
+        with path.open("rb") as handle:
+            for raw in handle:
+                try:
+                    data = json.loads(raw.decode("utf-8"))
+                    if not raw.endswith(b"\n"):
+                        raise ValueError("torn line")
+                except ValueError:
+                    break  # a line cut by a crash: everything after it is rewritten
+                good_bytes += len(raw)
+                done.add(str(data["id"]))
+                bucket.append(data)
+        if good_bytes < path.stat().st_size:
+            with path.open("r+b") as handle:
+                handle.truncate(good_bytes)
+            log.warning("%s: cut a partial last line left by an interrupted run", path)
+    return done, kept, dropped
+
+
+def translate_file(
+    in_path: str | Path,
+    out_path: str | Path,
+    source: str,
+    target: str,
+    packages_dir: str | Path | None = None,
+    workers: int = 1,
+    device: str = "cpu",
+    report_path: str | Path | None = None,
+    argos_dir: str | Path | None = None,
+    beam_size: int | None = None,
+    pivot: str | None = None,
+    progress: bool = True,
+    allow_network: bool = False,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Translate (or pass through) every record of in_path into out_path, resuming if out_path exists."""
+    in_path, out_path = Path(in_path), Path(out_path)
+    if not in_path.exists():
+        raise FileNotFoundError(f"records file not found: {in_path}")
+    records = list(read_records(in_path))
+    for lineno, rec in enumerate(records, start=1):
+        if "placeholders" not in rec.meta and source != target:
+            raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} has no placeholders; run `factory placeholder` first")
+        if rec.lang and rec.lang != source:
+            raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the source language {source!r}")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    done, _, _ = _load_done(out_path)
+    todo = [r for r in records if r.id not in done]
+    if limit is not None:
+        todo = todo[:limit]
+    report: dict[str, Any] = {"stage": "translate", "input": str(in_path), "output": str(out_path), "source": source, "target": target}
+
+    with no_network(allow_network):
+        if source == target:
+            route = [source]
+            with out_path.open("a", encoding="utf-8") as handle:
+                for rec in todo:
+                    meta = dict(rec.meta)
+                    meta.pop("placeholder_text", None)
+                    meta["translation"] = {"route": route, "skipped": True, "reason": "target language equals source language"}
+                    append_record(handle, Record(rec.id, target, rec.text, rec.spans, meta))
+            report["translation"] = "skipped (source == target)"
+        else:
+            intra = 1 if workers > 1 else None  # workers share the cores; one thread each avoids oversubscription
+            argos = ArgosRoute.open(source, target, packages_dir, argos_dir, device, beam_size, pivot, install=True, intra_threads=intra)
+            route = argos.route
+            report["route"] = route
+            _run_workers(todo, out_path, argos, target, workers, progress, {
+                "source": source, "target": target, "argos_dir": argos_dir, "device": device, "beam_size": beam_size,
+                "pivot": pivot, "allow_network": allow_network, "intra_threads": intra,
+            })
+    report.update(_summarise(out_path, len(records), len(done)))
+    if report_path:
+        _write_json(report_path, report)
+    return report
+
+
+def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: str, workers: int, progress: bool, config: dict[str, Any]) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(todo), unit="rec", desc=f"translate {' -> '.join(argos.route)}", disable=not progress, leave=True)
+    with out_path.open("a", encoding="utf-8") as out_handle, _dropped_path(out_path).open("a", encoding="utf-8") as drop_handle:
+
+        def write(result: dict[str, Any]) -> None:
+            if result["status"] == "dropped":
+                entry = {k: result[k] for k in ("id", "reason", "attempts", "terms", "first_problems")}
+                drop_handle.write(srsly.json_dumps(entry) + "\n")
+                drop_handle.flush()
+                os.fsync(drop_handle.fileno())
+                log.info("record %s dropped: %s", result["id"], result["reason"])
+            else:
+                append_record(out_handle, Record.from_dict(result["record"]))
+            bar.update(1)
+
+        try:
+            if workers <= 1:
+                for rec in todo:
+                    write(translate_record(rec, argos.translate_hops, argos.route, target))
+            else:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                # spawn, not fork: CTranslate2/CUDA state must not be inherited half-initialised.
+                ctx = multiprocessing.get_context("spawn")
+                with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(config,)) as pool:
+                    pending: deque = deque()
+                    bound = workers * 4  # the bounded queue: at most this many records in flight
+                    items = iter(todo)
+                    for rec in items:
+                        pending.append(pool.submit(_worker_translate, rec.to_dict()))
+                        if len(pending) >= bound:
+                            write(pending.popleft().result())
+                    while pending:
+                        write(pending.popleft().result())
+        finally:
+            bar.close()
+
+
+def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
+    _, kept, dropped = _load_done(out_path)
+    methods = Counter(((r.get("meta") or {}).get("translation") or {}).get("method", "skipped") for r in kept)
+    reasons = Counter(d["reason"] for d in dropped)
+    terms = sum(len(((r.get("meta") or {}).get("placeholders") or {}).get("terms") or {}) for r in kept) + sum(d.get("terms", 0) for d in dropped)
+    first_bad = sum(((r.get("meta") or {}).get("translation") or {}).get("first_attempt_problem_terms") or 0 for r in kept)
+    first_bad += sum(d.get("first_problems", 0) for d in dropped)
+    return {
+        "records_in": total,
+        "resumed_from": resumed,
+        "kept": methods.get("record", 0) + methods.get("skipped", 0),
+        "repaired": sum(n for m, n in methods.items() if m not in ("record", "skipped")),
+        "repaired_by": {m: n for m, n in methods.items() if m not in ("record", "skipped")},
+        "dropped": sum(reasons.values()),
+        "dropped_by_reason": dict(reasons),
+        "placeholders": terms,
+        "placeholder_survival_first_attempt": round(1 - first_bad / terms, 4) if terms else 1.0,
+    }
+
+
+def translate_command(
+    in_path: Path,
+    out_path: Path,
+    source: str = "es",
+    target: str = "fr",
+    packages_dir: Path | None = None,
+    workers: int = 1,
+    device: str = "cpu",
+    report: Path | None = None,
+    argos_dir: Path | None = None,
+    beam_size: int | None = None,
+    pivot: str | None = None,
+    progress: bool = True,
+    allow_network: bool = False,
+    limit: int | None = None,
+) -> None:
+    """Translate placeholder records offline with Argos (direct route or pivot), resumable."""
+    import typer
+
+    try:
+        result = translate_file(
+            in_path, out_path, source, target, packages_dir, workers, device, report, argos_dir, beam_size, pivot,
+            progress, allow_network, limit,
+        )
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)
+        raise typer.Exit(130) from None
+    except (RouteMissing, FileNotFoundError, RecordError, ValueError, RuntimeError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(
+        f"translate {source} -> {target}: {result['kept']} kept, {result['repaired']} repaired "
+        f"{result['repaired_by']}, {result['dropped']} dropped {result['dropped_by_reason']} "
+        f"of {result['records_in']} records ({result['resumed_from']} already done)"
+    )
