@@ -25,6 +25,10 @@ app.command("package")(package_command)
 app.command("install-wheel")(install_command)
 app.command("render-projects")(render_projects_command)
 
+from .redact_cli import redact_command  # noqa: E402
+
+app.command("redact")(redact_command)
+
 
 from .placeholders import calibrate_command, placeholder_command  # noqa: E402
 from .translate import translate_command  # noqa: E402

@@ -1,0 +1,132 @@
+"""Redaction modes, document-consistent surrogates, date shifting, and the redact CLI."""
+
+import json
+import re
+
+import pytest
+
+from deid_factory.runtime.redact import Surrogates, redact_text, shift_date
+
+TEXT = "ANA PÉREZ GARCÍA ingresó el 03/04/2020. Ana Pérez García volvió el 3 de abril de 2020 a Lugo."
+
+
+def _spans(text, items):
+    out, pos = [], 0
+    for value, label in items:
+        start = text.index(value, pos)
+        out.append((start, start + len(value), label))
+        pos = start + len(value)
+    return out
+
+
+SPANS = _spans(TEXT, [("ANA PÉREZ GARCÍA", "PERSON"), ("03/04/2020", "DATE"), ("Ana Pérez García", "PERSON"),
+                      ("3 de abril de 2020", "DATE"), ("Lugo", "LOCATION")])
+
+
+def test_tags_and_masks():
+    tagged, spans = redact_text(TEXT, SPANS, "tag")
+    assert tagged == "[PERSON] ingresó el [DATE]. [PERSON] volvió el [DATE] a [LOCATION]."
+    assert [tagged[s:e] for s, e, _ in spans] == ["[PERSON]", "[DATE]", "[PERSON]", "[DATE]", "[LOCATION]"]
+    masked, _ = redact_text(TEXT, SPANS, "mask")
+    assert len(masked) == len(TEXT) and "PÉREZ" not in masked and "*** ***** ******" in masked
+    with pytest.raises(ValueError, match="mode"):
+        redact_text(TEXT, SPANS, "blur")
+
+
+def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
+    out, spans = redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")
+    values = [out[s:e] for s, e, _ in spans]
+    for original in ("PÉREZ", "Pérez", "03/04/2020", "Lugo"):
+        assert original not in out
+    # same person, different casing: same surrogate, casing kept per mention
+    assert values[0] == values[0].upper() and values[0].casefold() == values[2].casefold()
+    assert len(values[0].split()) == 3
+    # both dates moved by the same number of days and kept their format
+    assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", values[1])
+    assert re.fullmatch(r"\d{1,2} de [a-z]+ de \d{4}", values[3])
+    sur = Surrogates("es", 1, "doc-1")
+    assert shift_date("03/04/2020", sur.date_shift, "es") == values[1]
+    assert shift_date("3 de abril de 2020", sur.date_shift, "es") == values[3]
+    # deterministic per (seed, document), different across documents
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")[0] == out
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-2")[0] != out
+
+
+@pytest.mark.parametrize("value,days,lang,expected", [
+    ("03/04/2020", 30, "es", "03/05/2020"),
+    ("3/4/20", -3, "fr", "31/3/20"),
+    ("04/03/2020", 1, "en", "04/04/2020"),
+    ("2020-04-03", 365, "de", "2021-04-03"),
+    ("3 de abril de 2020", 30, "es", "3 de mayo de 2020"),
+    ("April 3, 2020", -3, "en", "March 31, 2020"),
+    ("12 MARS 2019", 20, "fr", "1 AVRIL 2019"),
+    ("2019", -10, "es", "2018"),
+    ("ayer", 5, "es", None),
+])
+def test_shift_date_keeps_the_format(value, days, lang, expected):
+    assert shift_date(value, days, lang) == expected
+
+
+def _router():
+    import spacy
+
+    from deid_factory.package import default_pack_dir
+    from deid_factory.runtime import merger, pack_component  # noqa: F401
+    from deid_factory.runtime.regex_pack import RegexPack
+    from deid_factory.runtime.router import Router
+
+    pipes = {}
+    for lang in ("es", "fr"):
+        nlp = spacy.blank(lang)
+        nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(default_pack_dir(lang))
+        nlp.add_pipe("deid_merger")
+        pipes[lang] = nlp
+    return Router(pipes)
+
+
+ES_DOC = "La paciente acude a urgencias por dolor abdominal. Teléfono de contacto 612 345 678, correo ana.perez@correo.es."
+FR_DOC = "Le patient est admis aux urgences pour une douleur thoracique. Courriel jean.dupont@exemple.fr."
+
+
+def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
+    from deid_factory.redact_cli import redact_files
+
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    (src / "sub" / "b.txt").write_text(FR_DOC, encoding="utf-8")
+    (src / "empty.txt").write_text("  \n", encoding="utf-8")
+    (src / "latin1.txt").write_bytes("Paciente José, teléfono 612 345 678".encode("latin-1"))
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "r1", "text": FR_DOC}) + "\nnot json\n", encoding="utf-8")
+
+    router = _router()
+    out = tmp_path / "out"
+    with caplog.at_level("INFO"):
+        report = redact_files([src, records], out, "text", "tag", router=router, progress=False)
+    assert report["written"] == 3
+    problems = {p["input"].split("/")[-1]: p["problem"] for p in report["skipped"]}
+    assert problems["empty.txt"] == "empty" and problems["latin1.txt"].startswith("not UTF-8")
+    assert problems["records.jsonl:2"] == "not valid JSON"
+    a = (out / "a.txt").read_text(encoding="utf-8")
+    assert "[PHONE]" in a and "[EMAIL]" in a and "ana.perez" not in a
+    assert "[EMAIL]" in (out / "sub" / "b.txt").read_text(encoding="utf-8")
+    assert (out / "r1.txt").exists()
+    assert report["router"]["by_pipeline"] == {"es": 1, "fr": 2}
+    # no PHI in the log
+    assert "ana.perez" not in caplog.text and "612 345" not in caplog.text
+
+    jl = tmp_path / "spans.jsonl"
+    redact_files([src / "a.txt"], jl, "jsonl", "mask", router=_router(), progress=False)
+    row = json.loads(jl.read_text(encoding="utf-8"))
+    assert row["lang"] == "es" and {s["label"] for s in row["spans"]} >= {"PHONE", "EMAIL"}
+    assert len(row["redacted"]) == len(ES_DOC)
+
+    brat = tmp_path / "brat"
+    redact_files([src / "a.txt"], brat, "brat", router=_router(), progress=False)
+    ann = (brat / "a.ann").read_text(encoding="utf-8").splitlines()
+    t = (brat / "a.txt").read_text(encoding="utf-8")
+    for line in ann:
+        _, mid, value = line.split("\t")
+        label, s, e = mid.split()
+        assert t[int(s):int(e)] == value
