@@ -39,6 +39,19 @@ app.command("calibrate")(calibrate_command)
 app.command("translate")(translate_command)
 app.command("argos-testkit")(argos_testkit_command)
 
+from .synth import synth_command  # noqa: E402
+from .extract import extract_command  # noqa: E402
+from .detect import detect_command  # noqa: E402
+from .silver import filter_command, silver_command  # noqa: E402
+from .stats import stats_command  # noqa: E402
+
+app.command("synth")(synth_command)
+app.command("extract")(extract_command)
+app.command("detect")(detect_command)
+app.command("filter")(filter_command)
+app.command("stats")(stats_command)
+app.command("silver")(silver_command)
+
 
 def main() -> None:  # pragma: no cover - console entry
     app()

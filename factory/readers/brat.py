@@ -1,0 +1,71 @@
+"""brat standoff reader: `<name>.txt` + `<name>.ann` pairs (as in MEDDOCAN).
+
+Only text-bound annotations (`T` lines) are PHI spans; relations, events, attributes and notes
+(`R`, `E`, `A`/`M`, `#`, `N`) are counted and ignored. A discontinuous annotation
+(`T1<TAB>LABEL 0 5;9 14<TAB>...`) becomes one span per fragment. Texts are read with newline=""
+because brat offsets count characters of the file as written (a CRLF is two characters).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from ..records import RecordError
+from . import RawRecord, RawSpan, ReadReport, iter_files, record_id_from
+
+
+def parse_ann(ann_path: Path, record_id: str, report: ReadReport | None = None) -> list[RawSpan]:
+    spans: list[RawSpan] = []
+    with ann_path.open("r", encoding="utf-8", newline="") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            where = f"{ann_path}:{lineno}: record {record_id!r}"
+            kind = line[0]
+            if kind != "T":
+                if report is not None:
+                    report.ignored_annotations[{"R": "relation", "E": "event", "A": "attribute", "M": "attribute",
+                                                "#": "note", "N": "normalization", "*": "equivalence"}.get(kind, "other")] += 1
+                continue
+            parts = line.split("\t")
+            if len(parts) < 2:
+                raise RecordError(f"{where}: text-bound annotation without a tab-separated type and offsets")
+            head = parts[1].split(" ", 1)
+            if len(head) != 2:
+                raise RecordError(f"{where}: annotation {parts[0]} has no offsets")
+            label, offsets = head
+            fragments = []
+            try:
+                for frag in offsets.split(";"):
+                    a, b = frag.split()
+                    fragments.append((int(a), int(b)))
+            except ValueError:
+                raise RecordError(f"{where}: annotation {parts[0]} has malformed offsets") from None
+            annotated = parts[2] if len(parts) > 2 else None
+            if len(fragments) == 1:
+                spans.append(RawSpan(fragments[0][0], fragments[0][1], label, annotated, {"ann_id": parts[0]}))
+            else:
+                # brat joins the fragments' strings with a space, so the check is on the joined string below
+                for i, (a, b) in enumerate(fragments):
+                    spans.append(RawSpan(a, b, label, None, {"ann_id": parts[0], "fragment": i}))
+    return spans
+
+
+def read_brat(path: Path, lang: str = "es", report: ReadReport | None = None) -> Iterator[RawRecord]:
+    """Yield one RawRecord per .txt file that has a .ann next to it (a .txt without .ann is an error)."""
+    root = path if path.is_dir() else path.parent
+    txt_files = iter_files(path.with_suffix(".txt") if path.suffix == ".ann" else path, ".txt")
+    for txt in txt_files:
+        rid = record_id_from(txt, root if path.is_dir() else txt.parent)
+        ann = txt.with_suffix(".ann")
+        if not ann.exists():
+            raise RecordError(f"{txt}: record {rid!r}: no annotation file {ann.name} next to it")
+        try:
+            with txt.open("r", encoding="utf-8", newline="") as handle:
+                text = handle.read()
+        except UnicodeDecodeError as err:
+            raise RecordError(f"{txt}: record {rid!r}: not UTF-8 (byte {err.start})") from None
+        yield RawRecord(id=rid, text=text, spans=parse_ann(ann, rid, report), source=str(ann),
+                        meta={"source_format": "brat", "source_file": txt.name})

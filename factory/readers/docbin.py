@@ -1,0 +1,30 @@
+"""spaCy DocBin reader (`.spacy` files): text + `doc.ents` (or a `doc.spans` group) as spans.
+
+Record ids come from `doc.user_data["id"]` when the writer stored one, else `<file stem>-<index>`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from ..records import RecordError
+from . import RawRecord, RawSpan, iter_files
+
+
+def read_docbin(path: Path, lang: str = "es", spans_key: str | None = None) -> Iterator[RawRecord]:
+    import spacy
+    from spacy.tokens import DocBin
+
+    vocab = spacy.blank(lang).vocab
+    for file in iter_files(path, ".spacy"):
+        try:
+            docbin = DocBin().from_disk(file)
+        except Exception as err:  # spaCy raises several kinds for a corrupt or foreign file
+            raise RecordError(f"{file}: not a spaCy DocBin ({type(err).__name__})") from None
+        for i, doc in enumerate(docbin.get_docs(vocab)):
+            rid = str(doc.user_data.get("id", f"{file.stem}-{i:06d}")) if doc.user_data else f"{file.stem}-{i:06d}"
+            group = doc.spans[spans_key] if spans_key else doc.ents
+            spans = [RawSpan(s.start_char, s.end_char, s.label_, None, {}) for s in group]
+            meta = {"source_format": "docbin", "source_file": file.name, "doc_index": i}
+            yield RawRecord(id=rid, text=doc.text, spans=spans, source=f"{file}#{i}", meta=meta)
