@@ -102,6 +102,23 @@ def es_nass(value: str) -> bool:
     return 1 <= int(province) <= 53 and base % 97 == int(control)
 
 
+def us_ssn_check(value: str) -> bool:
+    """US SSN (no check digit): python-stdnum rejects area 000/666/9xx, group 00, serial 0000 and
+    the known advertising numbers. stdnum accepts only dashes, so other separators are dropped first."""
+    digits = compact(value)
+    return digits.isdigit() and _stdnum(us_ssn)(digits)
+
+
+def de_lanr(value: str) -> bool:
+    """German Lebenslange Arztnummer: 9 digits, the 7th a check digit over digits 1-6
+    (weights 4,9,4,9,4,9; check = (10 - sum mod 10) mod 10); digits 8-9 are the specialty code."""
+    digits = compact(value)
+    if not re.fullmatch(r"\d{9}", digits):
+        return False
+    total = sum(int(d) * w for d, w in zip(digits[:6], (4, 9, 4, 9, 4, 9)))
+    return (10 - total % 10) % 10 == int(digits[6])
+
+
 def es_dni_or_nie(value: str) -> bool:
     return _stdnum(es_dni)(value) or _stdnum(es_nie)(value)
 
@@ -145,10 +162,11 @@ VALIDATORS: dict[str, Callable[[str], bool]] = {
     "es_nie": _stdnum(es_nie),
     "es_dni_or_nie": es_dni_or_nie,
     "es_nass": es_nass,
-    "us_ssn": _stdnum(us_ssn),
+    "us_ssn": us_ssn_check,
     "gb_nhs": _stdnum(gb_nhs),
     "de_idnr": _stdnum(de_idnr),
     "de_kvnr": de_kvnr,
+    "de_lanr": de_lanr,
     "it_codicefiscale": _stdnum(it_codicefiscale),
 }
 
