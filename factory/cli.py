@@ -38,6 +38,9 @@ app.command("placeholder")(placeholder_command)
 app.command("calibrate")(calibrate_command)
 app.command("translate")(translate_command)
 app.command("argos-testkit")(argos_testkit_command)
+from .surrogates import surrogate_command  # noqa: E402
+
+app.command("surrogate")(surrogate_command)
 
 from .synth import synth_command  # noqa: E402
 from .extract import extract_command  # noqa: E402

@@ -1,0 +1,305 @@
+"""Surrogates (stage 6): turn the placeholders of translated records into realistic target-locale PHI.
+
+`surrogate_records(records, target, ...)` is the core: for every record it finds each placeholder
+again, draws one surrogate per entity (so coreference holds: every mention of a placeholder gets the
+same person, date, phone...), writes PERSON mentions in a casing sampled per mention (or per record),
+recomputes every span exactly and verifies it (span text == slice, boundaries, canonical labels)
+before the record is kept. `surrogate_file` adds the JSONL output and the train/dev/test DocBins.
+
+Sources of surrogates: Faker's target locale (names) and the project's data files:
+languages/<lc>/surrogates.yml (formats, casing, ID kinds) and corpora/surrogates/<lc>/ (word lists).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from .. import PROJECT_ROOT
+from ..placeholders import _write_json, find_placeholders
+from ..records import Record, RecordError, Span, read_records, span_problems, write_records
+from . import contacts, dates, ids
+from .casing import CasingSampler, apply_casing, parse_casing
+from .names import NameGenerator, Person
+
+log = logging.getLogger(__name__)
+
+DATA_DIR = PROJECT_ROOT / "corpora" / "surrogates"
+
+
+class SurrogateError(ValueError):
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def load_settings(target: str) -> dict[str, Any]:
+    """locale.yml + surrogates.yml of the target (clear error when either is missing)."""
+    folder = PROJECT_ROOT / "languages" / target
+    locale_path, cfg_path = folder / "locale.yml", folder / "surrogates.yml"
+    for path in (locale_path, cfg_path):
+        if not path.exists():
+            raise FileNotFoundError(f"no {path.name} for target language {target!r}: {path}")
+    locale = yaml.safe_load(locale_path.read_text(encoding="utf-8")) or {}
+    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
+    cfg["_locale"] = locale
+    roles_path = DATA_DIR / "id_roles.yml"
+    cfg["_id_roles"] = yaml.safe_load(roles_path.read_text(encoding="utf-8")) if roles_path.exists() else {"roles": {}, "default": "record"}
+    return cfg
+
+
+@dataclass
+class Generator:
+    """Draws surrogates for one corpus (one target language, one seed)."""
+
+    target: str
+    seed: int = 0
+    casing: dict[str, float] | None = None
+    one_casing_per_record: bool | None = None
+    unique_names: bool | None = None
+    cfg: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from faker import Faker
+
+        self.cfg = self.cfg or load_settings(self.target)
+        locale = self.cfg["_locale"]
+        self.rng = random.Random(self.seed)
+        self.faker = Faker(locale.get("faker_locale", "en_US"))
+        self.faker.seed_instance(self.seed)
+        self.casing = parse_casing(self.casing, self.cfg.get("casing"))
+        if self.one_casing_per_record is None:
+            self.one_casing_per_record = bool(self.cfg.get("one_casing_per_record", False))
+        if self.unique_names is None:
+            self.unique_names = bool(self.cfg.get("unique_names", True))
+        self.sampler = CasingSampler(self.casing, self.rng, self.one_casing_per_record)
+        self.names = NameGenerator(self.faker, self.rng, int(locale.get("surnames_per_name", 1)), self.unique_names, self.cfg.get("person"))
+        self.data = contacts.LocaleData.load(DATA_DIR / self.target, self.cfg)
+        self.stats: dict[str, Counter] = {"labels": Counter(), "casing": Counter(), "id_kinds": Counter(), "id_validated": Counter()}
+
+    # -- one value per entity -------------------------------------------------------------------
+    def _id_spec(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        roles_cfg = self.cfg["_id_roles"]
+        role = None
+        for key in ("kind", "source_label"):
+            if attrs.get(key) in (roles_cfg.get("roles") or {}):
+                role = roles_cfg["roles"][attrs[key]]
+                break
+        role_table = (self.cfg.get("ids") or {}).get("roles") or {}
+        options = role_table.get(role or roles_cfg.get("default", "record")) or role_table.get("record")
+        if not options:
+            raise ValueError(f"languages/{self.target}/surrogates.yml: no `ids.roles.record` entry")
+        return self.rng.choices(options, [float(o.get("weight", 1)) for o in options])[0]
+
+    def value(self, label: str, entry: dict[str, Any], persons: dict[str, Person], record_persons: list[Person]) -> tuple[str, dict[str, Any]]:
+        """(surface in Title/natural case, span attributes) for one entity."""
+        shape = entry.get("shape") or {}
+        rng, cfg = self.rng, self.cfg
+        if label == "PERSON":
+            raise AssertionError("persons are drawn by person_value")
+        if label == "DATE":
+            return dates.date_surrogate(rng, cfg["date"], shape), {}
+        if label == "AGE":
+            return dates.age_surrogate(rng, cfg["age"], shape), {}
+        if label == "PHONE":
+            return contacts.phone(rng, cfg["phone"], shape), {}
+        if label == "EMAIL":
+            if record_persons and rng.random() < 0.7:
+                person = record_persons[0]
+                return contacts.email(rng, cfg["email"], person.given[0], person.surnames[0]), {}
+            return contacts.email(rng, cfg["email"], self.faker.first_name(), self.faker.last_name()), {}
+        if label == "URL":
+            return contacts.url(rng, cfg["url"], rng.choice([self.faker.last_name(), rng.choice(self.data.cities)[0]])), {}
+        if label == "IP":
+            return contacts.ip(rng, cfg.get("ip") or {}), {}
+        if label == "ADDRESS":
+            return contacts.address(rng, cfg["address"], self.data), {}
+        if label == "LOCATION":
+            return contacts.location(rng, self.data, shape), {}
+        if label == "ORGANIZATION":
+            return contacts.organization(rng, self.data, self.faker.last_name()), {}
+        if label == "PROFESSION":
+            return contacts.profession(rng, self.data), {}
+        if label == "ID":
+            value, kind, validated = ids.generate_id(rng, self._id_spec(entry.get("attrs") or {}))
+            self.stats["id_kinds"][kind] += 1
+            if validated:
+                self.stats["id_validated"][kind] += 1
+            return value, {"id_kind": kind, **({"validated": True} if validated else {})}
+        raise SurrogateError("unknown_label", f"no surrogate generator for label {label}")
+
+    def person_value(self, term: str, entry: dict[str, Any], persons: dict[str, Person]) -> str:
+        shape = entry.get("shape") or {}
+        link = entry.get("link")
+        if link and link in persons:
+            return persons[link].part(entry.get("part", "family"), int(shape.get("words", 1)))
+        person = self.names.person()
+        persons[term] = person
+        words = int(shape.get("words", 2))
+        if words >= 2:
+            return person.full()
+        return person.part(self.rng.choice(["given", "family"]), 1)
+
+    # -- one record -----------------------------------------------------------------------------
+    def record(self, record: Record, where: str = "<records>") -> Record:
+        terms: dict[str, dict[str, Any]] = ((record.meta.get("placeholders") or {}).get("terms")) or {}
+        if not terms and record.spans:
+            raise SurrogateError("no_placeholders", f"{where}: record {record.id!r} has spans but no placeholder mapping; run `factory placeholder`/`translate` first")
+        spans, problems = find_placeholders(record.text, terms)
+        if problems:
+            raise SurrogateError("placeholder_" + sorted(problems.values())[0], f"{where}: record {record.id!r}: {len(problems)} placeholder(s) not found intact")
+        self.sampler.new_record()
+        persons: dict[str, Person] = {}
+        values: dict[str, tuple[str, dict[str, Any]]] = {}
+        # Full names first, so a linked partial mention ("García") reuses its person's surname.
+        order = sorted(terms, key=lambda t: (terms[t]["label"] != "PERSON", "link" in terms[t]))
+        for term in order:
+            entry = terms[term]
+            if entry["label"] == "PERSON":
+                values[term] = (self.person_value(term, entry, persons), {})
+        record_persons = list(persons.values())
+        for term in order:
+            entry = terms[term]
+            if entry["label"] != "PERSON":
+                values[term] = self.value(entry["label"], entry, persons, record_persons)
+        pieces: list[str] = []
+        new_spans: list[Span] = []
+        cursor = 0
+        length = 0
+        for span in spans:
+            term = span.attrs["placeholder"]
+            surface, attrs = values[term]
+            attrs = dict(attrs)
+            if span.label == "PERSON":
+                style = self.sampler.draw()
+                surface = apply_casing(surface, style)
+                attrs["casing"] = style
+                self.stats["casing"][style] += 1
+            gap = record.text[cursor : span.start]
+            pieces.append(gap)
+            length += len(gap)
+            new_spans.append(Span(length, length + len(surface), span.label, {"entity": terms[term].get("entity"), **attrs}))
+            pieces.append(surface)
+            length += len(surface)
+            cursor = span.end
+            self.stats["labels"][span.label] += 1
+        pieces.append(record.text[cursor:])
+        text = "".join(pieces)
+        meta = {k: v for k, v in record.meta.items() if k != "placeholder_text"}
+        meta["surrogates"] = {"seed": self.seed, "target": self.target, "one_casing_per_record": self.one_casing_per_record}
+        out = Record(record.id, record.lang or self.target, text, new_spans, meta)
+        # Verify before keeping: each span is exactly the surrogate written there, boundaries are clean.
+        for span, (start_piece) in zip(new_spans, spans):
+            term = start_piece.attrs["placeholder"]
+            expected = values[term][0]
+            got = text[span.start : span.end]
+            if got.casefold() != expected.casefold():
+                raise SurrogateError("span_mismatch", f"{where}: record {record.id!r}: span [{span.start},{span.end}) does not hold its surrogate")
+        problems_list = span_problems(out)
+        if problems_list:
+            raise SurrogateError("invalid_span", f"{where}: record {record.id!r}: " + "; ".join(problems_list))
+        return out
+
+
+def surrogate_records(
+    records: Iterable[Record],
+    target: str,
+    seed: int = 0,
+    casing: str | dict[str, float] | None = None,
+    one_casing_per_record: bool | None = None,
+    unique_names: bool | None = None,
+) -> tuple[list[Record], dict[str, Any]]:
+    """Replace placeholders by target-locale surrogates; return (records kept, report)."""
+    gen = Generator(target, seed, casing, one_casing_per_record, unique_names)  # type: ignore[arg-type]
+    kept: list[Record] = []
+    dropped: Counter = Counter()
+    dropped_ids: dict[str, list[str]] = {}
+    n = 0
+    for n, record in enumerate(records, start=1):
+        try:
+            kept.append(gen.record(record, where=f"record #{n}"))
+        except SurrogateError as err:
+            dropped[err.reason] += 1
+            dropped_ids.setdefault(err.reason, []).append(record.id)
+            log.warning("%s", err)
+    casing_total = sum(gen.stats["casing"].values())
+    report = {
+        "target": target,
+        "seed": seed,
+        "records_in": n,
+        "records_out": len(kept),
+        "dropped": dict(dropped),
+        "dropped_ids": dropped_ids,
+        "entities_by_label": dict(gen.stats["labels"]),
+        "casing_config": gen.casing,
+        "one_casing_per_record": gen.one_casing_per_record,
+        "casing_observed": {k: round(v / casing_total, 4) for k, v in gen.stats["casing"].items()} if casing_total else {},
+        "person_mentions": casing_total,
+        "unique_names": gen.unique_names,
+        "persons_drawn": len(gen.names.used),
+        "name_collisions_redrawn": gen.names.collisions,
+        "id_kinds": dict(gen.stats["id_kinds"]),
+        "id_validated": dict(gen.stats["id_validated"]),
+    }
+    return kept, report
+
+
+def surrogate_file(
+    in_path: str | Path,
+    out_dir: str | Path,
+    target: str,
+    seed: int = 0,
+    casing: str | None = None,
+    one_casing_per_record: bool | None = None,
+    unique_names: bool | None = None,
+    splits: str | None = None,
+) -> dict[str, Any]:
+    """in_path (translated JSONL) -> out_dir/records.jsonl, train/dev/test.spacy, report.json."""
+    from ..splits import parse_ratios, write_splits
+
+    in_path, out_dir = Path(in_path), Path(out_dir)
+    records = list(read_records(in_path))
+    for lineno, rec in enumerate(records, start=1):
+        if rec.lang and rec.lang != target:
+            raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the target {target!r}; translate it first")
+    kept, report = surrogate_records(records, target, seed, casing, one_casing_per_record, unique_names)
+    cfg = load_settings(target)
+    ratios = parse_ratios(splits, cfg.get("splits"))
+    split_report, final = write_splits(kept, out_dir, cfg["_locale"].get("spacy_lang", target), ratios, seed)
+    write_records(out_dir / "records.jsonl", final)
+    report.update({"input": str(in_path), "output_dir": str(out_dir), "splits": split_report})
+    report["records_out"] = len(final)
+    _write_json(out_dir / "report.json", report)
+    return report
+
+
+def surrogate_command(
+    in_path: Path,
+    out_dir: Path,
+    target: str = "fr",
+    seed: int = 0,
+    casing: str = "",
+    one_casing_per_record: bool = False,
+    unique_names: bool = True,
+    splits: str = "",
+) -> None:
+    """Insert target-locale surrogates and write records.jsonl + train/dev/test DocBins + report.json."""
+    import typer
+
+    try:
+        report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names, splits or None)
+    except (FileNotFoundError, RecordError, ValueError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1) from None
+    s = report["splits"]
+    typer.echo(
+        f"surrogate {target}: {report['records_out']}/{report['records_in']} records "
+        f"(train {s['counts']['train']}, dev {s['counts']['dev']}, test {s['counts']['test']}); "
+        f"dropped {report['dropped'] or 'none'}; casing {report['casing_observed']}; wrote {out_dir}"
+    )

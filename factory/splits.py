@@ -1,0 +1,113 @@
+"""Train/dev/test splits by record, written as spaCy DocBins whose entities equal the JSONL spans.
+
+A record goes to one split only (seeded shuffle of the record ids, default 80/10/10). Every span
+must fall on spaCy token boundaries of the target language's tokenizer, otherwise the DocBin would
+silently hold different entities than the JSONL: such records are left out of *both* and counted.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from .records import Record
+
+SPLITS = ("train", "dev", "test")
+
+
+def parse_ratios(spec: str | Mapping[str, float] | None, default: Mapping[str, float] | None = None) -> dict[str, float]:
+    """'0.8,0.1,0.1' or 'train=0.8,dev=0.1,test=0.1' or a mapping -> normalised ratios."""
+    if not spec:
+        spec = default or {"train": 0.8, "dev": 0.1, "test": 0.1}
+    if isinstance(spec, str):
+        items = [x.strip() for x in spec.split(",") if x.strip()]
+        if all("=" in x for x in items):
+            spec = {k.strip(): float(v) for k, v in (x.split("=", 1) for x in items)}
+        elif len(items) == 3:
+            spec = dict(zip(SPLITS, (float(x) for x in items)))
+        else:
+            raise ValueError(f"bad split ratios {spec!r}: expected 'train=0.8,dev=0.1,test=0.1' or '0.8,0.1,0.1'")
+    ratios = {k: float(spec.get(k, 0.0)) for k in SPLITS}
+    if set(spec) - set(SPLITS) or any(v < 0 for v in ratios.values()) or sum(ratios.values()) <= 0:
+        raise ValueError(f"bad split ratios {dict(spec)}: use train/dev/test shares >= 0")
+    total = sum(ratios.values())
+    return {k: v / total for k, v in ratios.items()}
+
+
+def assign_splits(ids: Iterable[str], ratios: Mapping[str, float], seed: int = 0) -> dict[str, str]:
+    """Seeded shuffle of the sorted ids, cut by the ratios (largest-remainder rounding)."""
+    ordered = sorted(set(ids))
+    random.Random(seed).shuffle(ordered)
+    n = len(ordered)
+    exact = {k: ratios[k] * n for k in SPLITS}
+    counts = {k: int(exact[k]) for k in SPLITS}
+    for k in sorted(SPLITS, key=lambda k: exact[k] - counts[k], reverse=True)[: n - sum(counts.values())]:
+        counts[k] += 1
+    result: dict[str, str] = {}
+    start = 0
+    for k in SPLITS:
+        for rid in ordered[start : start + counts[k]]:
+            result[rid] = k
+        start += counts[k]
+    return result
+
+
+def record_to_doc(nlp, record: Record):
+    """A Doc with the record's spans as entities, or None when a span misses token boundaries."""
+    doc = nlp.make_doc(record.text)
+    ents = []
+    for span in sorted(record.spans, key=lambda s: (s.start, s.end)):
+        ent = doc.char_span(span.start, span.end, label=span.label, alignment_mode="strict")
+        if ent is None:
+            return None
+        ents.append(ent)
+    try:
+        doc.ents = ents
+    except ValueError:  # overlapping entities cannot be NER gold
+        return None
+    return doc
+
+
+def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ratios: Mapping[str, float], seed: int = 0) -> tuple[dict[str, Any], list[Record]]:
+    """Write out_dir/{train,dev,test}.spacy; return (report, records kept with meta['split'] set)."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    nlp = spacy.blank(spacy_lang)
+    docs: dict[str, Any] = {}
+    misaligned: list[str] = []
+    for record in records:
+        doc = record_to_doc(nlp, record)
+        if doc is None:
+            misaligned.append(record.id)
+        else:
+            docs[record.id] = doc
+    assignment = assign_splits(docs, ratios, seed)
+    bins = {k: DocBin(store_user_data=False) for k in SPLITS}
+    final: list[Record] = []
+    for record in records:
+        if record.id not in docs:
+            continue
+        split = assignment[record.id]
+        bins[split].add(docs[record.id])
+        record.meta["split"] = split
+        final.append(record)
+    for k in SPLITS:
+        path = out_dir / f"{k}.spacy"
+        tmp = path.with_name(path.name + ".tmp")
+        bins[k].to_disk(tmp)
+        tmp.replace(path)  # atomic: a reader never sees half a DocBin
+    counts = {k: len(bins[k]) for k in SPLITS}
+    return {"ratios": dict(ratios), "seed": seed, "counts": counts, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
+
+
+def read_docbin_spans(path: str | Path, spacy_lang: str) -> list[tuple[str, list[tuple[int, int, str]]]]:
+    """(text, [(start, end, label)]) for every doc of a DocBin: what training will see."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank(spacy_lang)
+    return [(d.text, [(e.start_char, e.end_char, e.label_) for e in d.ents]) for d in DocBin().from_disk(path).get_docs(nlp.vocab)]
