@@ -42,9 +42,14 @@ from pathlib import Path
 
 from spacy.util import get_model_meta, load_model_from_path
 
-# The components' code travels with the package. If deid_factory is installed too, its entry
-# points may have registered the same factories first: spaCy then raises E004 for our copy and
-# the (identical) first registration is used.
+from spacy.util import registry
+
+# The components' code travels with the package. If deid_factory is installed too, its
+# `spacy_factories` entry points register the same factory names; spaCy loads those when a
+# Language is created and would raise E004 if our copies had registered first. So the entry
+# points are loaded first, and then our copies step aside (E004 caught: the first, identical,
+# registration is used). In an environment with only this wheel, our copies register.
+registry._entry_point_factories.get_all()
 try:
     from . import pack_component  # noqa: F401
 except ValueError as err:  # pragma: no cover

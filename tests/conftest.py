@@ -134,3 +134,109 @@ def train_pipeline(tmp_path_factory, train_model) -> Path:
     out = tmp_path_factory.mktemp("train_pipeline") / "deid_es"
     assemble_pipeline(train_model / "model-best", "es", out)
     return out
+
+
+@pytest.fixture(scope="session")
+def train_wheel(tmp_path_factory, train_pipeline) -> Path:
+    """The deid_es wheel built from the tiny pipeline (spacy package + pip wheel)."""
+    from deid_factory.package import package_pipeline
+
+    return package_pipeline(train_pipeline, tmp_path_factory.mktemp("train_wheel"), lang="es")
+
+
+# ----------------------------------------------------------------------------- argos_ / translate_ fixtures
+# Real Argos Translate with copy-model packages built by deid_factory.argos_testkit: nothing is
+# downloaded, nothing is installed outside pytest's temporary folders.
+TRANSLATE_FIXTURES = Path(__file__).parent / "fixtures_translate"
+ARGOS_LOSSY_TERM = "Faustino"  # first PERSON placeholder: the lossy package drops it late in a sentence
+ARGOS_LOSSY_FROM = 14  # source token position from which the lossy package drops it
+
+
+def _argos_xdg_env(root: Path) -> dict:
+    return {"XDG_DATA_HOME": str(root / "data"), "XDG_CONFIG_HOME": str(root / "config"),
+            "XDG_CACHE_HOME": str(root / "cache"), "ARGOS_PACKAGES_DIR": str(root / "packages")}
+
+
+@pytest.fixture(scope="session")
+def argos_home(tmp_path_factory) -> Path:
+    """Import argostranslate with its data/config/cache folders in a temp dir (it reads them once, at
+    import time), then restore the environment so other tests see theirs unchanged."""
+    import os
+
+    root = tmp_path_factory.mktemp("argos_home")
+    saved = {k: os.environ.get(k) for k in _argos_xdg_env(root)}
+    os.environ.update(_argos_xdg_env(root))
+    try:
+        from deid_factory.translate import _import_argos
+
+        _import_argos()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return root
+
+
+@pytest.fixture()
+def argos_env(argos_home, monkeypatch) -> dict:
+    """The same temp Argos folders as environment variables, for subprocesses and spawned workers."""
+    env = _argos_xdg_env(argos_home)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return env
+
+
+@pytest.fixture(scope="session")
+def argos_packages(tmp_path_factory) -> dict:
+    """Folders of .argosmodel files: pivot (es-en, en-fr), direct (es-fr), lossy (es-en, en-fr that
+    drops ARGOS_LOSSY_TERM from position ARGOS_LOSSY_FROM), lossy_pivot (es-en lossy, en-fr)."""
+    import shutil
+
+    from deid_factory.argos_testkit import _default_sentences, build_package
+    from deid_factory.placeholders import all_placeholder_terms
+
+    root = tmp_path_factory.mktemp("argos_packages")
+    sentences = _default_sentences("") + all_placeholder_terms()
+    dirs = {name: root / name for name in ("pivot", "direct", "lossy", "lossy_pivot")}
+    for d in dirs.values():
+        d.mkdir()
+    es_en = build_package(dirs["pivot"] / "translate-es_en.argosmodel", "es", "en", sentences)
+    en_fr = build_package(dirs["pivot"] / "translate-en_fr.argosmodel", "en", "fr", sentences)
+    build_package(dirs["direct"] / "translate-es_fr.argosmodel", "es", "fr", sentences)
+    shutil.copy(es_en, dirs["lossy"] / es_en.name)
+    build_package(dirs["lossy"] / "translate-en_fr.argosmodel", "en", "fr", sentences,
+                  lossy_tokens=[ARGOS_LOSSY_TERM], lossy_from_position=ARGOS_LOSSY_FROM)
+    build_package(dirs["lossy_pivot"] / "translate-es_en.argosmodel", "es", "en", sentences,
+                  lossy_tokens=[ARGOS_LOSSY_TERM], lossy_from_position=0)
+    shutil.copy(en_fr, dirs["lossy_pivot"] / en_fr.name)
+    return dirs
+
+
+@pytest.fixture()
+def translate_source(tmp_path) -> Path:
+    """The hand-written Spanish fixture records (exact PHI spans), copied to a temp folder."""
+    import shutil
+
+    path = tmp_path / "source_es.jsonl"
+    shutil.copy(TRANSLATE_FIXTURES / "source_es.jsonl", path)
+    return path
+
+
+@pytest.fixture()
+def translate_no_network(monkeypatch) -> list:
+    """Block every socket connection and name lookup; the returned list records each attempt."""
+    import socket
+
+    attempts: list = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(repr(args[1:2]) if len(args) > 1 else "lookup")
+        raise OSError("network blocked by the translate_no_network fixture")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    return attempts
