@@ -79,10 +79,11 @@ class StreetFilter:
     def __init__(self, cfg: dict[str, Any]):
         self.labels = set(cfg.get("labels", ["PERSON"]))
         self.window = int(cfg.get("window", 20))
-        words = sorted({w.casefold() for w in cfg["suffixes"]}, key=len, reverse=True)
+        words = sorted({w.lower() for w in cfg["suffixes"]}, key=len, reverse=True)
         # Whole words: no letter/digit just before or after ("c/" and "avda." end in punctuation).
+        # lower(), not casefold(): casefold turns "straße" into "strasse" and the ß would never match.
         patterns = [rf"(?<!\w)(?:{'|'.join(re.escape(w) for w in words)})(?!\w)"]
-        endings = sorted({w.casefold() for w in cfg.get("word_endings") or []}, key=len, reverse=True)
+        endings = sorted({w.lower() for w in cfg.get("word_endings") or []}, key=len, reverse=True)
         if endings:  # German compounds: "Goethestraße" ends with a street word
             patterns.append(rf"\w(?:{'|'.join(re.escape(w) for w in endings)})(?!\w)")
         self.regex = re.compile("|".join(patterns), re.IGNORECASE)

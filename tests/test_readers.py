@@ -1,0 +1,240 @@
+"""Readers: brat, JSONL, DocBin, i2b2 XML -> validated records with canonical labels."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import srsly
+
+from deid_factory import PROJECT_ROOT
+from deid_factory.readers import ReadReport, read_corpus
+from deid_factory.records import RecordError, validate_record
+
+FIXTURES = PROJECT_ROOT / "corpora" / "fixtures"
+MEDDOCAN = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan"
+
+
+def _brat(tmp_path: Path, name: str, text: str, ann: str) -> Path:
+    folder = tmp_path / "brat"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.txt").write_text(text, encoding="utf-8", newline="")
+    (folder / f"{name}.ann").write_text(ann, encoding="utf-8", newline="")
+    return folder
+
+
+# ----------------------------------------------------------------------------- brat
+def test_brat_fixture_maps_labels_drops_sex_and_ignores_notes():
+    report = ReadReport()
+    records = list(read_corpus(FIXTURES / "brat", "brat", "meddocan", "es", report=report))
+    assert len(records) == 1
+    rec = records[0]
+    assert rec.id == "nota-001" and rec.lang == "es"
+    got = {(rec.text[s.start:s.end], s.label) for s in rec.spans}
+    assert ("Lucía Ferrer Olmedo", "PERSON") in got
+    assert ("Tomás Ibarra Sáez", "PERSON") in got
+    assert ("Centro de Salud Los Álamos", "ORGANIZATION") in got
+    assert ("calle Goya 14", "ADDRESS") in got
+    assert ("4471902", "ID") in got
+    assert all(s.label != "SEXO_SUJETO_ASISTENCIA" for s in rec.spans)
+    assert report.dropped_labels == {"SEXO_SUJETO_ASISTENCIA": 1}
+    assert report.ignored_annotations == {"note": 1, "relation": 1}
+    assert report.spans_read == 12 and report.spans_kept == 11
+    # the finer corpus label travels as an attribute
+    staff = next(s for s in rec.spans if rec.text[s.start:s.end] == "Tomás Ibarra Sáez")
+    assert staff.attrs["source_label"] == "NOMBRE_PERSONAL_SANITARIO"
+    validate_record(rec)
+
+
+def test_brat_offsets_count_crlf_as_two_characters(tmp_path):
+    text = "Nombre: Rosa Vidal\r\nCiudad: Teruel\r\n"
+    start = text.index("Teruel")
+    folder = _brat(tmp_path, "crlf", text, f"T1\tTERRITORIO {start} {start + 6}\tTeruel\n")
+    (rec,) = read_corpus(folder, "brat", "meddocan", "es")
+    assert rec.text[rec.spans[0].start:rec.spans[0].end] == "Teruel"
+
+
+def test_brat_spans_are_trimmed_and_counted(tmp_path):
+    text = "Vive en Huesca, con su hija."
+    start = text.index("Huesca")
+    # annotation includes the comma and a leading space, as careless annotators do
+    folder = _brat(tmp_path, "trim", text, f"T1\tTERRITORIO {start - 1} {start + 7}\t Huesca,\n")
+    report = ReadReport()
+    (rec,) = read_corpus(folder, "brat", "meddocan", "es", report=report)
+    assert (rec.spans[0].start, rec.spans[0].end) == (start, start + 6)
+    assert report.trimmed == 1
+
+
+def test_brat_discontinuous_annotation_gives_one_span_per_fragment(tmp_path):
+    text = "Dr. Juan y Pedro Soler Mas"
+    a, b = text.index("Juan"), text.index("Soler")
+    folder = _brat(tmp_path, "disc", text, f"T1\tNOMBRE_PERSONAL_SANITARIO {a} {a + 4};{b} {b + 9}\tJuan Soler Mas\n")
+    (rec,) = read_corpus(folder, "brat", "meddocan", "es")
+    assert [rec.text[s.start:s.end] for s in rec.spans] == ["Juan", "Soler Mas"]
+
+
+def test_brat_text_mismatch_names_file_and_record_without_phi(tmp_path):
+    text = "Paciente: Carmen Lago Prieto, 61 años."
+    start = text.index("Carmen")
+    folder = _brat(tmp_path, "malo", text, f"T1\tNOMBRE_SUJETO_ASISTENCIA {start} {start + 18}\tCarmen Lago Pietro\n")
+    with pytest.raises(RecordError) as err:
+        list(read_corpus(folder, "brat", "meddocan", "es"))
+    message = str(err.value)
+    assert "malo.ann" in message and "'malo'" in message and f"[{start},{start + 18})" in message
+    assert "differs" in message
+    assert "Carmen" not in message and "Pietro" not in message
+
+
+def test_brat_bad_record_is_skipped_and_reported_when_asked(tmp_path):
+    good = "Natural de Soria."
+    s = good.index("Soria")
+    folder = _brat(tmp_path, "a-good", good, f"T1\tTERRITORIO {s} {s + 5}\tSoria\n")
+    bad = "Edad: 40 años."
+    _brat(tmp_path, "b-bad", bad, "T1\tEDAD_SUJETO_ASISTENCIA 6 99\t40 años\n")
+    report = ReadReport()
+    records = list(read_corpus(folder, "brat", "meddocan", "es", on_error="skip", report=report))
+    assert [r.id for r in records] == ["a-good"]
+    assert report.to_dict()["records_skipped"] == 1
+    assert report.skipped[0]["id"] == "b-bad" and "outside the text" in report.skipped[0]["reason"]
+
+
+def test_overlapping_spans_of_different_labels_are_an_error(tmp_path):
+    text = "Hospital de Teruel"
+    folder = _brat(tmp_path, "ov", text, "T1\tHOSPITAL 0 18\tHospital de Teruel\nT2\tTERRITORIO 12 18\tTeruel\n")
+    with pytest.raises(RecordError, match="overlap with different labels"):
+        list(read_corpus(folder, "brat", "meddocan", "es"))
+
+
+def test_exact_duplicate_spans_are_dropped_and_counted(tmp_path):
+    text = "Vive en Lugo."
+    folder = _brat(tmp_path, "dup", text, "T1\tTERRITORIO 8 12\tLugo\nT2\tTERRITORIO 8 12\tLugo\n")
+    report = ReadReport()
+    (rec,) = read_corpus(folder, "brat", "meddocan", "es", report=report)
+    assert len(rec.spans) == 1 and report.duplicates == 1
+
+
+def test_label_missing_from_the_map_is_an_error(tmp_path):
+    folder = _brat(tmp_path, "lab", "Vive en Lugo.", "T1\tCIUDAD_INVENTADA 8 12\tLugo\n")
+    with pytest.raises(RecordError, match="not in the label map"):
+        list(read_corpus(folder, "brat", "meddocan", "es"))
+
+
+def test_txt_without_ann_is_an_error(tmp_path):
+    folder = tmp_path / "sola"
+    folder.mkdir()
+    (folder / "x.txt").write_text("texto", encoding="utf-8")
+    with pytest.raises(RecordError, match="no annotation file"):
+        list(read_corpus(folder, "brat", "meddocan", "es"))
+
+
+# ----------------------------------------------------------------------------- jsonl
+def test_jsonl_reader_keeps_attributes_and_checks_text(tmp_path):
+    path = tmp_path / "in.jsonl"
+    srsly.write_jsonl(path, [
+        {"id": "r1", "text": "Dra. Elena Ruiz", "spans": [{"start": 5, "end": 15, "label": "PERSON", "annotator": "gold"}]},
+        {"id": "r2", "text": "Sin datos."},
+    ])
+    records = list(read_corpus(path, "jsonl", None, "es"))
+    assert [r.id for r in records] == ["r1", "r2"]
+    assert records[0].spans[0].attrs["annotator"] == "gold"
+    srsly.write_jsonl(path, [{"id": "r3", "text": "Dra. Elena Ruiz", "spans": [{"start": 5, "end": 15, "label": "PERSON", "text": "Elena Rui"}]}])
+    with pytest.raises(RecordError, match="differs"):
+        list(read_corpus(path, "jsonl", None, "es"))
+
+
+def test_jsonl_non_canonical_label_without_map_and_broken_line(tmp_path):
+    path = tmp_path / "in.jsonl"
+    srsly.write_jsonl(path, [{"id": "r1", "text": "Vive en Lugo", "spans": [{"start": 8, "end": 12, "label": "CITY"}]}])
+    with pytest.raises(RecordError, match="not canonical"):
+        list(read_corpus(path, "jsonl", None, "es"))
+    path.write_text('{"id": "r1", "text": "ok"}\n{not json\n', encoding="utf-8")
+    with pytest.raises(RecordError, match=r"in\.jsonl:2"):
+        list(read_corpus(path, "jsonl", None, "es"))
+
+
+def test_duplicate_record_ids_are_an_error(tmp_path):
+    path = tmp_path / "in.jsonl"
+    srsly.write_jsonl(path, [{"id": "r1", "text": "uno"}, {"id": "r1", "text": "dos"}])
+    with pytest.raises(RecordError, match="duplicate record id"):
+        list(read_corpus(path, "jsonl", None, "es"))
+
+
+# ----------------------------------------------------------------------------- docbin
+def test_docbin_reader_reads_entities_and_ids(tmp_path):
+    import spacy
+    from spacy.tokens import DocBin
+
+    nlp = spacy.blank("es")
+    doc = nlp("Remitida por el Dr. Luis Mora desde Cuenca .")
+    doc.ents = [doc.char_span(20, 29, "PERSON"), doc.char_span(36, 42, "LOCATION")]
+    doc.user_data["id"] = "doc-7"
+    db = DocBin(store_user_data=True)
+    db.add(doc)
+    db.add(nlp("Sin PHI en esta nota ."))
+    db.to_disk(tmp_path / "corpus.spacy")
+    records = list(read_corpus(tmp_path / "corpus.spacy", "docbin", None, "es"))
+    assert [r.id for r in records] == ["doc-7", "corpus-000001"]
+    assert [(records[0].text[s.start:s.end], s.label) for s in records[0].spans] == [("Luis Mora", "PERSON"), ("Cuenca", "LOCATION")]
+
+
+def test_docbin_reader_rejects_a_foreign_file(tmp_path):
+    (tmp_path / "x.spacy").write_bytes(b"not a docbin")
+    with pytest.raises(RecordError, match="not a spaCy DocBin"):
+        list(read_corpus(tmp_path / "x.spacy", "docbin", None, "es"))
+
+
+# ----------------------------------------------------------------------------- i2b2
+I2B2_TEXT = "\nRecord date: 2091-03-14\nMr. Oscar Whitfield, 67 years old, seen at Lakeside Clinic, Boston MA 02118.\nPhone 617-555-0199.\n"
+
+
+def write_i2b2(folder: Path, name: str = "note-1", wrong_text: bool = False) -> Path:
+    """An i2b2 2014-style XML note (invented), offsets computed from the text."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tags = []
+    for i, (cat, typ, value) in enumerate([("DATE", "DATE", "2091-03-14"), ("NAME", "PATIENT", "Oscar Whitfield"),
+                                          ("AGE", "AGE", "67"), ("LOCATION", "HOSPITAL", "Lakeside Clinic"),
+                                          ("LOCATION", "CITY", "Boston"), ("LOCATION", "STATE", "MA"),
+                                          ("LOCATION", "ZIP", "02118"), ("CONTACT", "PHONE", "617-555-0199")]):
+        start = I2B2_TEXT.index(value)
+        shown = value[:-1] + "X" if wrong_text and i == 1 else value
+        tags.append(f'<{cat} id="P{i}" start="{start}" end="{start + len(value)}" text="{shown}" TYPE="{typ}" comment="" />')
+    xml = ('<?xml version="1.0" encoding="UTF-8" ?>\n<deIdi2b2>\n<TEXT><![CDATA[' + I2B2_TEXT + "]]></TEXT>\n<TAGS>\n"
+           + "\n".join(tags) + "\n</TAGS>\n</deIdi2b2>\n")
+    path = folder / f"{name}.xml"
+    path.write_text(xml, encoding="utf-8")
+    return path
+
+
+def test_i2b2_reader_uses_category_and_type(tmp_path):
+    write_i2b2(tmp_path / "i2b2")
+    (rec,) = read_corpus(tmp_path / "i2b2", "i2b2", "i2b2", "en")
+    got = [(rec.text[s.start:s.end], s.label) for s in rec.spans]
+    assert got == [("2091-03-14", "DATE"), ("Oscar Whitfield", "PERSON"), ("67", "AGE"), ("Lakeside Clinic", "ORGANIZATION"),
+                   ("Boston", "LOCATION"), ("MA", "LOCATION"), ("02118", "LOCATION"), ("617-555-0199", "PHONE")]
+
+
+def test_i2b2_reader_checks_the_text_attribute(tmp_path):
+    write_i2b2(tmp_path / "i2b2", wrong_text=True)
+    with pytest.raises(RecordError, match="note-1.xml.*differs"):
+        list(read_corpus(tmp_path / "i2b2", "i2b2", "i2b2", "en"))
+
+
+def test_i2b2_reader_reports_broken_xml(tmp_path):
+    (tmp_path / "bad.xml").write_text("<deIdi2b2><TEXT>unclosed", encoding="utf-8")
+    with pytest.raises(RecordError, match="bad.xml.*not well-formed"):
+        list(read_corpus(tmp_path / "bad.xml", "i2b2", "i2b2", "en"))
+
+
+# ----------------------------------------------------------------------------- MEDDOCAN
+@pytest.mark.shared
+@pytest.mark.skipif(not (MEDDOCAN / "train").is_dir(), reason="../shared/corpora/meddocan is absent")
+def test_meddocan_train_reads_cleanly():
+    report = ReadReport()
+    records = list(read_corpus(MEDDOCAN / "train", "brat", "meddocan", "es", report=report))
+    assert len(records) == 500 and not report.skipped
+    for r in records:
+        validate_record(r)
+    assert report.dropped_labels["SEXO_SUJETO_ASISTENCIA"] > 0
+    assert set(report.labels) <= {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
+    assert report.labels["PERSON"] > 1000

@@ -1,0 +1,131 @@
+"""The embedded synthetic Spanish corpus: deterministic, varied, valid spans, checksum-valid IDs."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+
+import pytest
+import yaml
+
+from deid_factory.records import read_records, validate_record
+from deid_factory.runtime.validators import VALIDATORS
+from deid_factory.synth import SYNTH_DIR, SynthData, SynthError, corpus_report, generate_records, synth
+
+LABELS = {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    data = SynthData.load("es")
+    return data, list(generate_records(1000, 13, "es", data))
+
+
+def test_same_seed_same_corpus_other_seed_other_corpus():
+    a = [r.to_dict() for r in generate_records(30, 7)]
+    b = [r.to_dict() for r in generate_records(30, 7)]
+    c = [r.to_dict() for r in generate_records(30, 8)]
+    assert a == b
+    assert [r["text"] for r in a] != [r["text"] for r in c]
+    assert a[5]["id"] == "synth-es-7-000005"
+
+
+def test_default_corpus_is_large_varied_and_valid(corpus):
+    data, records = corpus
+    assert len(records) == 1000
+    assert len({r.text for r in records}) == 1000
+    for r in records:
+        validate_record(r)
+    rep = corpus_report(records, data)
+    assert set(rep["phi_per_label"]) == LABELS  # every canonical label occurs
+    assert rep["distinct_templates_used"] >= 300
+    assert rep["tokens"] > 200_000
+    assert len(rep["doc_types"]) >= 4 and len(rep["header_layouts"]) >= 5
+    # no single template dominates: the model has to learn context, not one sentence
+    uses = Counter(t for r in records for t in r.meta["templates"])
+    assert max(uses.values()) < 0.5 * len(records)
+
+
+def test_identifiers_pass_their_validators(corpus):
+    _, records = corpus
+    checks = {"dni": "es_dni", "nie": "es_nie", "nass": "es_nass", "iban": "iban"}
+    seen = Counter()
+    for r in records:
+        for s in r.spans:
+            kind = s.attrs.get("kind")
+            if s.label == "ID" and kind in checks:
+                value = r.text[s.start:s.end]
+                assert VALIDATORS[checks[kind]](value), f"{r.id} [{s.start},{s.end}) {kind} fails its check digits"
+                seen[kind] += 1
+    assert all(seen[k] >= 10 for k in checks), seen
+
+
+def test_span_conventions(corpus):
+    _, records = corpus
+    months = "enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre"
+    for r in records:
+        for s in r.spans:
+            value = r.text[s.start:s.end]
+            if s.label == "PERSON":
+                assert not re.match(r"(?i)(dra?|doctora?|sra?|don|doña|d|dña)\b", value), (r.id, s.start)
+            elif s.label == "AGE":
+                assert re.fullmatch(r"\d+ ?(años|a|meses|AÑOS|A|MESES)", value), (r.id, s.start)
+            elif s.label == "DATE":
+                assert re.search(rf"\d|{months}", value, re.I), (r.id, s.start)
+            elif s.label == "EMAIL":
+                assert re.fullmatch(r"[\w.\-]+@[\w.\-]+\.[a-z]+", value, re.I), (r.id, s.start)
+
+
+def test_names_come_in_title_upper_and_lower_case(corpus):
+    _, records = corpus
+    cases = Counter()
+    for r in records:
+        for s in r.spans:
+            if s.label == "PERSON":
+                v = r.text[s.start:s.end]
+                cases["upper" if v.isupper() else "lower" if v.islower() else "title"] += 1
+    total = sum(cases.values())
+    assert 0.5 < cases["title"] / total < 0.8
+    assert 0.2 < cases["upper"] / total < 0.45
+    assert cases["lower"] > 0
+
+
+def test_age_follows_birth_and_admission(corpus):
+    _, records = corpus
+    # the header's AGE of the patient is never negative or absurd
+    for r in records:
+        for s in r.spans:
+            if s.label == "AGE" and s.attrs.get("kind") == "patient":
+                n = int(re.match(r"\d+", r.text[s.start:s.end]).group())
+                assert 0 < n < 110
+
+
+def test_synth_writes_records_and_report(tmp_path):
+    rep = synth(tmp_path / "s.jsonl", n=25, seed=3, report=tmp_path / "s.json")
+    records = list(read_records(tmp_path / "s.jsonl"))
+    assert len(records) == 25 == rep["records"]
+    assert records[24].id == "synth-es-3-000024"
+    assert (tmp_path / "s.json").exists()
+
+
+def test_bad_data_names_file_and_entry(tmp_path):
+    folder = tmp_path / "es"
+    shutil.copytree(SYNTH_DIR / "es", folder)
+    sections = yaml.safe_load((folder / "sections.yml").read_text(encoding="utf-8"))
+    sections["documents"][0]["sections"].append("no_such_section")
+    (folder / "sections.yml").write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SynthError, match=r"sections\.yml.*no_such_section"):
+        SynthData.load("es", folder)
+
+
+def test_unknown_slot_is_an_error(tmp_path):
+    folder = tmp_path / "es"
+    shutil.copytree(SYNTH_DIR / "es", folder)
+    sections = yaml.safe_load((folder / "sections.yml").read_text(encoding="utf-8"))
+    for spec in sections["sections"].values():
+        spec["templates"] = ["Texto con {ranura_inexistente}."]
+        spec["p"] = 1.0
+    (folder / "sections.yml").write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(SynthError, match="ranura_inexistente"):
+        list(generate_records(3, 1, "es", SynthData.load("es", folder)))
