@@ -1,0 +1,71 @@
+"""The copy-model Argos packages are real: Argos installs them and translates with them."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from typer.testing import CliRunner
+
+from deid_factory.argos_testkit import build_package, parse_pairs
+from deid_factory.cli import app
+
+
+def test_package_layout(argos_packages):
+    path = argos_packages["pivot"] / "translate-es_en.argosmodel"
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        meta = json.loads(zf.read("es_en/metadata.json"))
+    assert {"es_en/metadata.json", "es_en/sentencepiece.model", "es_en/model/model.bin", "es_en/spacy/meta.json"} <= names
+    assert not any(n.startswith("es_en/stanza") or n.startswith("es_en/minisbd") for n in names)
+    assert (meta["from_code"], meta["to_code"], meta["type"]) == ("es", "en", "translate")
+
+
+def test_copy_model_translates_for_real(argos_home, argos_packages, tmp_path):
+    from deid_factory.translate import ArgosRoute
+
+    route = ArgosRoute.open("es", "en", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1)
+    assert route.route == ["es", "en"]
+    texts = [
+        "Paciente Faustino de 54 años, vive en Zorvalia.",
+        "Ñandú über café «x» 1.234,5 € — ¿qué? Sí.\nSegunda línea: 12/03/2019.",
+        "Dr. Martin (urgences) : douleur thoracique depuis 2 h.",
+    ]
+    for text in texts:
+        assert route.translate_text(text) == text
+
+
+def test_lossy_package_drops_token_from_position(argos_home, argos_packages, tmp_path):
+    from conftest import ARGOS_LOSSY_TERM
+    from deid_factory.translate import ArgosRoute
+
+    route = ArgosRoute.open("en", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "argos", beam_size=1)
+    early = f"{ARGOS_LOSSY_TERM} acude hoy."
+    late = f"El paciente acude a consulta por dolor abdominal intenso y persistente desde hace días con {ARGOS_LOSSY_TERM}."
+    assert route.translate_text(early) == early
+    out = route.translate_text(late)
+    assert ARGOS_LOSSY_TERM not in out
+    assert out.replace(" ", "") == late.replace(ARGOS_LOSSY_TERM, "").replace(" ", "")
+
+
+def test_parse_pairs():
+    assert parse_pairs("es-en, en-fr") == [("es", "en"), ("en", "fr")]
+    for bad in ("es", "es-en-fr", "e1-en", ""):
+        with pytest.raises(ValueError):
+            parse_pairs(bad)
+
+
+def test_lossy_token_must_be_one_word(tmp_path):
+    with pytest.raises(ValueError, match="one word"):
+        build_package(tmp_path / "x.argosmodel", "es", "en", ["hola"], lossy_tokens=["two words"])
+
+
+@pytest.mark.slow
+def test_cli_builds_packages(tmp_path):
+    result = CliRunner().invoke(app, ["argos-testkit", str(tmp_path), "--pairs", "es-en", "--lossy", "Faustino"])
+    assert result.exit_code == 0, result.output
+    files = sorted(p.name for p in tmp_path.glob("*.argosmodel"))
+    assert files == ["translate-es_en.argosmodel"]
+    bad = CliRunner().invoke(app, ["argos-testkit", str(tmp_path), "--pairs", "es"])
+    assert bad.exit_code != 0

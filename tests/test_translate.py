@@ -1,0 +1,209 @@
+"""Translation through real Argos (copy-model packages): routes, pivot, repair/drop, resume, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from deid_factory.cli import app
+from deid_factory.placeholders import load_inventory, placeholder_file, placeholderize
+from deid_factory.records import Record, Span, read_records, write_records
+from deid_factory.translate import no_network, split_chunks, translate_file
+
+
+def _placeholders(src: Path, tmp_path: Path, target: str = "fr") -> Path:
+    out = tmp_path / f"ph_{target}.jsonl"
+    placeholder_file(src, out, target)
+    return out
+
+
+def test_pivot_route_keeps_pivot_text_and_exact_spans(argos_home, argos_packages, translate_source, tmp_path):
+    ph = _placeholders(translate_source, tmp_path)
+    out = tmp_path / "tr.jsonl"
+    report = translate_file(ph, out, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False, report_path=tmp_path / "r.json")
+    assert report["route"] == ["es", "en", "fr"]
+    assert (report["kept"], report["repaired"], report["dropped"]) == (5, 0, 0)
+    assert report["placeholder_survival_first_attempt"] == 1.0
+    source = {r.id: r for r in read_records(ph)}
+    for rec in read_records(out):
+        assert rec.lang == "fr"
+        assert rec.meta["pivot_lang"] == "en" and rec.meta["pivot_text"] == rec.meta["source_text"] == source[rec.id].text
+        assert len(rec.spans) == len(source[rec.id].spans)
+        for span in rec.spans:
+            assert rec.text[span.start : span.end] == span.attrs["placeholder"]
+    assert json.loads((tmp_path / "r.json").read_text())["kept"] == 5
+
+
+def test_direct_route_preferred(argos_home, argos_packages, translate_source, tmp_path):
+    ph = _placeholders(translate_source, tmp_path)
+    both = tmp_path / "both"
+    both.mkdir()
+    for d in ("pivot", "direct"):
+        for f in argos_packages[d].glob("*.argosmodel"):
+            (both / f.name).write_bytes(f.read_bytes())
+    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=both, argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    assert report["route"] == ["es", "fr"]
+    assert all("pivot_text" not in r.meta for r in read_records(tmp_path / "tr.jsonl"))
+
+
+def test_missing_route_stops_with_instructions(argos_home, argos_packages, translate_source, tmp_path, translate_no_network):
+    ph = _placeholders(translate_source, tmp_path)
+    only_es_en = tmp_path / "pk"
+    only_es_en.mkdir()
+    (only_es_en / "translate-es_en.argosmodel").write_bytes((argos_packages["pivot"] / "translate-es_en.argosmodel").read_bytes())
+    result = CliRunner().invoke(app, ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+                                      "--packages-dir", str(only_es_en), "--argos-dir", str(tmp_path / "argos")])
+    assert result.exit_code == 1
+    assert "translate-en_fr" in result.output and "--packages-dir" in result.output
+    assert "translate-es_en +" not in result.output  # the installed pair is not listed as missing
+    assert translate_no_network == []  # it did not try to download anything
+    assert not (tmp_path / "tr.jsonl").exists() or (tmp_path / "tr.jsonl").read_text() == ""
+
+
+def test_same_language_passes_through_without_argos(translate_source, tmp_path):
+    ph = _placeholders(translate_source, tmp_path, "es")
+    out = tmp_path / "tr.jsonl"
+    code = (
+        "import sys; from deid_factory.translate import translate_file;"
+        f"r = translate_file({str(ph)!r}, {str(out)!r}, 'es', 'es', progress=False);"
+        "assert 'argostranslate' not in sys.modules and 'ctranslate2' not in sys.modules; print(r['kept'])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "5"
+    src = {r.id: r for r in read_records(ph)}
+    for rec in read_records(out):
+        assert rec.text == src[rec.id].text and rec.meta["translation"]["skipped"] is True
+
+
+def _lossy_records(tmp_path: Path) -> Path:
+    from conftest import ARGOS_LOSSY_TERM  # noqa: F401  (the lossy package drops the first PERSON term)
+
+    texts = {
+        "keep": ("Ana acude hoy.", [("Ana", "PERSON")]),
+        "repair": ("El paciente acude a consulta por dolor abdominal, refiere náuseas, y lo acompaña Ana.", [("Ana", "PERSON")]),
+        "drop": ("El paciente acude a consulta por dolor abdominal intenso y persistente desde hace días con Ana.", [("Ana", "PERSON")]),
+        "noname": ("Sin fiebre desde el 12 de mayo.", [("12 de mayo", "DATE")]),
+    }
+    recs = []
+    for rid, (text, items) in texts.items():
+        spans = []
+        for surface, label in items:
+            start = text.rindex(surface)
+            spans.append(Span(start, start + len(surface), label))
+        recs.append(Record(rid, "es", text, spans, {}))
+    src = tmp_path / "lossy_src.jsonl"
+    write_records(src, recs)
+    return _placeholders(src, tmp_path)
+
+
+def test_lossy_route_repairs_and_drops(argos_home, argos_packages, tmp_path):
+    from conftest import ARGOS_LOSSY_TERM
+
+    ph = _lossy_records(tmp_path)
+    assert all(ARGOS_LOSSY_TERM in r.text for r in read_records(ph) if r.id != "noname")
+    out = tmp_path / "tr.jsonl"
+    report = translate_file(ph, out, "es", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    assert report["kept"] == 2 and report["repaired"] == 1 and report["repaired_by"] == {"clause": 1}
+    assert report["dropped"] == 1 and report["dropped_by_reason"] == {"missing": 1}
+    kept = {r.id: r for r in read_records(out)}
+    assert set(kept) == {"keep", "repair", "noname"}
+    assert kept["repair"].meta["translation"]["method"] == "clause"
+    dropped = [json.loads(l) for l in Path(str(out) + ".dropped.jsonl").read_text().splitlines()]
+    assert [d["id"] for d in dropped] == ["drop"] and dropped[0]["reason"] == "missing"
+    assert "Ana" not in Path(str(out) + ".dropped.jsonl").read_text()  # reasons and ids only
+    assert report["placeholder_survival_first_attempt"] < 1.0
+
+
+def test_lossy_pivot_is_reported_at_pivot(argos_home, argos_packages, tmp_path):
+    ph = _lossy_records(tmp_path)
+    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["lossy_pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    assert report["dropped_by_reason"] == {"missing_at_pivot": 3}
+    assert report["kept"] == 1
+
+
+def test_split_chunks_rejoin_exactly():
+    text = "Primera frase. Segunda, con coma; y más: fin!\n\nOtra línea?  Última."
+    for level in ("record", "sentence", "clause"):
+        chunks = split_chunks(text, level)
+        assert "".join(c + s for c, s in chunks) == text
+    assert len(split_chunks(text, "sentence")) == 4
+    assert len(split_chunks(text, "clause")) > 4
+
+
+def _cli(args, env, timeout=300):
+    """`factory ARGS` in a child process (the console script may not be on PATH in CI)."""
+    return subprocess.Popen([sys.executable, "-c", "from deid_factory.cli import app; app()", *args],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, translate_source, tmp_path):
+    # 60 records: long enough to kill the run in the middle
+    base = list(read_records(translate_source))
+    many = [Record(f"{r.id}-{i:02d}", r.lang, r.text, r.spans, r.meta) for i in range(12) for r in base]
+    src = tmp_path / "many.jsonl"
+    write_records(src, many)
+    ph = _placeholders(src, tmp_path)
+    env = {**os.environ, **argos_env}
+    common = ["--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]), "--beam-size", "1", "--no-progress"]
+    full = tmp_path / "full.jsonl"
+    proc = _cli(["translate", str(ph), str(full), "--argos-dir", str(tmp_path / "a1"), *common], env)
+    assert proc.wait(timeout=300) == 0, proc.stderr.read()
+
+    part = tmp_path / "part.jsonl"
+    proc = _cli(["translate", str(ph), str(part), "--argos-dir", str(tmp_path / "a2"), *common], env)
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if part.exists() and part.read_text().count("\n") >= 5:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = part.read_text().count("\n")
+    assert 5 <= written < len(many)
+    with part.open("a") as handle:  # a torn line, as a crash in the middle of a write leaves
+        handle.write('{"id": "torn", "te')
+    proc = _cli(["translate", str(ph), str(part), "--argos-dir", str(tmp_path / "a2"), *common], env)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert f"({written} already done)" in out
+    assert part.read_text() == full.read_text()
+
+
+@pytest.mark.slow
+def test_two_workers_same_output(argos_env, argos_packages, translate_source, tmp_path):
+    ph = _placeholders(translate_source, tmp_path)
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    translate_file(ph, one, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, two, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False, workers=2)
+    assert report["kept"] == 5
+    assert one.read_text() == two.read_text()
+
+
+def test_guard_blocks_connections():
+    import socket
+
+    with no_network():
+        with pytest.raises(OSError, match="network access is disabled"):
+            socket.create_connection(("example.org", 80), timeout=1)
+    with pytest.raises(OSError):  # outside the guard, the real function runs (and fails offline or connects)
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(("127.0.0.1", 9))
+
+
+def test_input_without_placeholders_is_refused(tmp_path):
+    src = tmp_path / "raw.jsonl"
+    write_records(src, [Record("raw-7", "es", "Ana vino.", [Span(0, 3, "PERSON")], {})])
+    result = CliRunner().invoke(app, ["translate", str(src), str(tmp_path / "o.jsonl"), "--source", "es", "--target", "fr"])
+    assert result.exit_code == 1 and "raw-7" in result.output and "factory placeholder" in result.output
+    assert "Ana" not in result.output
