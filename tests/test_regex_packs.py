@@ -134,3 +134,35 @@ def test_failed_check_digit_is_generic_id_only_after_a_trigger(tmp_path: Path):
     assert [(m.text, m.kind, m.validated) for m in pack.find(f"RPPS {valid}")] == [(valid, "rpps", True)]
     assert pack.find(f"numéro {invalid}") == []
     assert [(m.text, m.kind) for m in pack.find(f"IPP : {invalid}")] == [(invalid, "generic")]
+
+
+def _pairwise_reference(pack: RegexPack, text: str) -> list:
+    """The overlap resolution spelled out naively: rank, then keep what overlaps nothing kept."""
+    ranked = sorted(pack.candidates(text), key=lambda m: (not m.validated, -m.score, -(m.end - m.start), m.start))
+    kept: list = []
+    for match in ranked:
+        if not any(match.start < k.end and k.start < match.end for k in kept):
+            kept.append(match)
+    return sorted(kept, key=lambda m: m.start)
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_overlap_resolution_agrees_with_pairwise_reference(locale: str):
+    pack = _pack(locale)
+    text = " ".join(case["text"] for pattern in pack.patterns for case in pattern.cases)
+    found = pack.find(text)
+    assert found == _pairwise_reference(pack, text)
+    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_many_matches_do_not_make_find_quadratic(locale: str):
+    """30 000 e-mail addresses in 210 kB: resolving overlaps by comparing each match with every kept
+    one took about 50 s here; with neighbour checks (bisect) it takes well under a second."""
+    pack = _pack(locale)
+    text = "a@b.fr " * 30_000
+    started = time.perf_counter()
+    found = pack.find(text)
+    elapsed = time.perf_counter() - started
+    assert len(found) == 30_000
+    assert elapsed < 3.0, f"{locale}: find took {elapsed:.2f}s for {len(found)} matches"
