@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -207,3 +208,35 @@ def test_input_without_placeholders_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["translate", str(src), str(tmp_path / "o.jsonl"), "--source", "es", "--target", "fr"])
     assert result.exit_code == 1 and "raw-7" in result.output and "factory placeholder" in result.output
     assert "Ana" not in result.output
+
+
+@pytest.mark.parametrize("target", ["fr", "en"])
+def test_whole_stage_offline_with_sockets_blocked(target, argos_home, argos_packages, translate_source, tmp_path, translate_no_network):
+    """placeholder -> translate (real Argos, pivot for fr, direct for en) -> surrogate, with every
+    socket refused by the fixture (the stage's own guard is off, so any attempt would be recorded)."""
+    from deid_factory.splits import read_docbin_spans
+    from deid_factory.surrogates import surrogate_file
+
+    ph = _placeholders(translate_source, tmp_path, target)
+    tr = tmp_path / "tr.jsonl"
+    report = translate_file(ph, tr, "es", target, packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False, allow_network=True)
+    assert report["route"] == (["es", "en", "fr"] if target == "fr" else ["es", "en"])
+    out = tmp_path / "final"
+    sreport = surrogate_file(tr, out, target, seed=0)
+    assert translate_no_network == []
+    assert sreport["records_out"] == 5 and sreport["dropped"] == {}
+    records = list(read_records(out / "records.jsonl"))
+    inventory = load_inventory(target).all_terms()
+    spans_by_text = {}
+    for rec in records:
+        assert rec.lang == target
+        assert not any(re.search(rf"\b{t}\b", rec.text) for t in inventory)
+        assert "pivot_text" in rec.meta or target == "en"
+        spans_by_text[rec.text] = sorted((s.start, s.end, s.label) for s in rec.spans)
+    n = 0
+    for split in ("train", "dev", "test"):
+        for text, ents in read_docbin_spans(out / f"{split}.spacy", target):
+            assert sorted(ents) == spans_by_text[text]
+            n += 1
+    assert n == 5
