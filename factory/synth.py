@@ -324,9 +324,24 @@ class Note:
             return Piece(self.rng.choice(formats).format(n=self.rng.randint(20, 95)), "AGE", {"kind": "other"})
         if self.age_years < 2:
             text = self.rng.choice(self.fmt["age_formats_infant"]).format(n=max(1, self.age_months))
+        elif not self.in_header and "number_words" in self.fmt and self.rng.random() < float(self.fmt.get("age_words_share", 0)):
+            text = self.rng.choice(self.fmt["age_words_formats"]).format(w=self.number_in_words(self.age_years))
         else:
             text = self.rng.choice(self.fmt["age_formats"]).format(n=self.age_years)
         return Piece(text, "AGE", {"kind": "patient"})
+
+    def number_in_words(self, n: int) -> str:
+        words = self.fmt["number_words"]
+        units, tens = words["units"], {int(k): v for k, v in words["tens"].items()}
+        if n < len(units):
+            text = units[n]
+        elif n % 10 == 0:
+            text = tens[n // 10]
+        else:
+            text = tens[n // 10] + words.get("joiner", " ") + units[n % 10]
+        last = text.split()[-1]
+        short = words.get("before_noun", {}).get(last)
+        return text[: len(text) - len(last)] + short if short else text
 
     def phone(self) -> str:
         return "".join(self.rng.choice(string.digits) if c == "#" else c for c in self.rng.choice(self.fmt["phone_formats"]))
@@ -374,7 +389,19 @@ class Note:
             return f"{rng.randrange(dose['min'], dose['max'] + 1, dose['step'])} {dose['unit']}"
         if name == "service":
             return rng.choice(self.clin["fillers"]["service"])
-        return rng.choice(self.clin["fillers"][name])
+        if name == "medication":
+            drug = rng.choice(sorted(self.clin["medications"]))
+            return f"{drug} {rng.choice(self.clin['medications'][drug])} {rng.choice(self.clin['fillers']['posology'])}"
+        return self.agree(rng.choice(self.clin["fillers"][name]))
+
+    @staticmethod
+    def _filler_key(name: str, text: str) -> str:
+        # labs and medications repeat by name, not by value ("troponina T 562", "troponina T 154")
+        return text.rsplit(" ", 2)[0] if name == "lab" else text.split(" ")[0] if name == "medication" else text
+
+    def agree(self, text: str) -> str:
+        """Resolve `<m|f>` agreement with the patient's sex."""
+        return _GENDER.sub(lambda m: m.group(1) if self.sex == "m" else m.group(2), text)
 
     # -- slots -----------------------------------------------------------------
     def resolve(self, slot: str) -> Piece:
@@ -387,13 +414,13 @@ class Note:
         if head.startswith("n:"):
             lo, hi = head[2:].split("-")
             return Piece(str(rng.randint(int(lo), int(hi))))
-        if name in self.clin.get("fillers", {}) or name in ("lab", "dose", "service"):
+        if name in self.clin.get("fillers", {}) or name in ("lab", "dose", "service", "medication"):
             text = self.filler(name)
-            for _ in range(4):  # "GPT 218 UI/l, GPT 190 UI/l" in one sentence reads like a bug
-                if text not in self._sentence_fillers:
+            for _ in range(4):  # "GPT 218 UI/l, GPT 190 UI/l" in one section reads like a bug
+                if self._filler_key(name, text) not in self._sentence_fillers:
                     break
                 text = self.filler(name)
-            self._sentence_fillers.add(text)
+            self._sentence_fillers.add(self._filler_key(name, text))
             return Piece(_cap(text) if cap else text)
         if head == "sex":
             s = self.lex["sex"][self.sex]
@@ -491,13 +518,12 @@ class Note:
             if end < 0:
                 raise SynthError(f"{self.d.folder}: unbalanced [ in template {template!r}")
             template = template[:start] + self.rng.choice(_split_alternatives(template[start + 1 : end])) + template[end + 1 :]
-        return _GENDER.sub(lambda m: m.group(1) if self.sex == "m" else m.group(2), template)
+        return self.agree(template)
 
     def render(self, template: str, sentence: bool = False) -> list[Piece]:
         text = self.expand(template)
         pieces: list[Piece] = []
         pos = 0
-        self._sentence_fillers: set[str] = set()
         for m in _SLOT.finditer(text):
             if m.start() > pos:
                 pieces.append(Piece(text[pos : m.start()]))
@@ -536,6 +562,7 @@ class Note:
                     alt = rng.randrange(len(line))
                     line = line[alt]
                 self.templates.append(f"header:{layout['name']}:{b}:{i}:{alt}")
+                self._sentence_fillers = set()
                 pieces = self.render(line)
                 if upper_labels:
                     for p in pieces:
@@ -561,6 +588,7 @@ class Note:
             fmt = heading_format if rng.random() < 0.85 else rng.choice(self.d.sections["heading_formats"])
             out.append(Piece(fmt.replace("{h}", heading).replace("{H}", heading.upper())))
         templates = spec.get("templates", [])
+        self._sentence_fillers = set()  # context values are not repeated within a section
         lo, hi = spec.get("n", [1, 1])
         k = min(len(templates), rng.randint(int(lo), int(hi)))
         chosen = rng.sample(range(len(templates)), k)

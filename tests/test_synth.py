@@ -70,11 +70,21 @@ def test_span_conventions(corpus):
             if s.label == "PERSON":
                 assert not re.match(r"(?i)(dra?|doctora?|sra?|don|doña|d|dña)\b", value), (r.id, s.start)
             elif s.label == "AGE":
-                assert re.fullmatch(r"\d+ ?(años|a|meses|AÑOS|A|MESES)", value), (r.id, s.start)
+                # number + unit: "46 años", "46a", "7 meses", or in words: "cuarenta y dos años"
+                assert re.fullmatch(r"(\d+ ?|[a-záéíóúñ]+(?: y [a-zú]+)? )(años|a|meses)", value, re.I), (r.id, s.start)
             elif s.label == "DATE":
                 assert re.search(rf"\d|{months}", value, re.I), (r.id, s.start)
             elif s.label == "EMAIL":
                 assert re.fullmatch(r"[\w.\-]+@[\w.\-]+\.[a-z]+", value, re.I), (r.id, s.start)
+
+
+def test_ages_in_words_are_spanish_numbers():
+    from deid_factory.synth import Note
+
+    data = SynthData.load("es")
+    note = Note(data, __import__("random").Random(1), None, "x")
+    assert [note.number_in_words(n) for n in (7, 21, 30, 42, 61, 99)] == [
+        "siete", "veintiún", "treinta", "cuarenta y dos", "sesenta y un", "noventa y nueve"]
 
 
 def test_names_come_in_title_upper_and_lower_case(corpus):
@@ -91,14 +101,13 @@ def test_names_come_in_title_upper_and_lower_case(corpus):
     assert cases["lower"] > 0
 
 
-def test_age_follows_birth_and_admission(corpus):
+def test_patient_age_is_the_same_in_every_mention(corpus):
     _, records = corpus
-    # the header's AGE of the patient is never negative or absurd
+    # the age follows from birth and admission dates: one patient, one age, however it is written
     for r in records:
-        for s in r.spans:
-            if s.label == "AGE" and s.attrs.get("kind") == "patient":
-                n = int(re.match(r"\d+", r.text[s.start:s.end]).group())
-                assert 0 < n < 110
+        ages = {int(m.group()) for s in r.spans if s.label == "AGE" and s.attrs.get("kind") == "patient"
+                and "mes" not in r.text[s.start:s.end].lower() for m in [re.match(r"\d+", r.text[s.start:s.end])] if m}
+        assert len(ages) <= 1 and all(0 < n < 110 for n in ages), r.id
 
 
 def test_synth_writes_records_and_report(tmp_path):
