@@ -125,7 +125,7 @@ def score_system(texts, gold_docs, pred_docs) -> dict:
 
 # --------------------------------------------------------------------------- corpora
 def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None = None) -> list[tuple[str, str, list[SpanT]]]:
-    """(id, text, gold spans) from a DocBin (.spacy), records JSONL (.jsonl) or a brat folder."""
+    """(id, text, gold spans) from a DocBin (.spacy), records JSONL (.jsonl), a brat folder or i2b2 XML."""
     path = Path(path)
     if not path.exists():
         raise EvalError(f"{path}: evaluation corpus not found")
@@ -139,20 +139,15 @@ def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None
         from .records import read_records
 
         return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in read_records(path)]
-    if path.is_dir():
-        try:
-            from .readers import brat  # written by the extract stage
-        except ImportError:
-            raise EvalError(f"{path}: brat folders need deid_factory.readers.brat (extract stage)") from None
-        reader = getattr(brat, "read_brat", None) or getattr(brat, "read_dir", None)
-        if reader is None:
-            raise EvalError(f"{path}: deid_factory.readers.brat has no read_brat()")
-        kwargs = {}
-        if label_map:
-            from .labels import load_label_map
+    if path.is_dir() or path.suffix == ".xml":
+        from .readers import read_corpus  # the extract stage's readers (brat, i2b2)
+        from .records import RecordError
 
-            kwargs["label_map"] = load_label_map(label_map)
-        records = list(reader(path, lang=lang or "", **kwargs)) if lang else list(reader(path, **kwargs))
+        fmt = "brat" if path.is_dir() and any(path.rglob("*.ann")) else "i2b2"
+        try:
+            records = list(read_corpus(path, fmt, label_map=label_map, lang=lang or "es", on_error="skip"))
+        except (RecordError, ValueError, FileNotFoundError) as err:
+            raise EvalError(f"{path}: cannot read the {fmt} corpus ({err})") from None
         return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in records]
     raise EvalError(f"{path}: unknown corpus format (expected .spacy, .jsonl or a brat folder)")
 

@@ -80,3 +80,25 @@ def test_evaluate_pipeline_writes_metrics_report_and_plots(train_pipeline, train
     m2 = evaluate_pipeline(train_pipeline, train_corpus / "test.jsonl", tmp_path / "m2")
     assert m2["docs"] == metrics["docs"]
     assert m2["systems"]["combined"]["strict"]["micro"]["n_gold"] == comb["strict"]["micro"]["n_gold"]
+
+
+def test_brat_folder_is_read_with_a_label_map(tmp_path):
+    (tmp_path / "c1.txt").write_text("Nombre: Ana Gil. Fecha: 01/02/2020.", encoding="utf-8")
+    (tmp_path / "c1.ann").write_text("T1\tNOMBRE_SUJETO_ASISTENCIA 8 15\tAna Gil\nT2\tFECHAS 24 34\t01/02/2020\n",
+                                     encoding="utf-8")
+    data = load_corpus(tmp_path, lang="es", label_map="meddocan")
+    assert len(data) == 1
+    assert sorted(data[0][2]) == [(8, 15, "PERSON"), (24, 34, "DATE")]
+
+
+@pytest.mark.shared
+def test_meddocan_dev_loads_when_shared_is_present():
+    from deid_factory import PROJECT_ROOT
+
+    dev = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan" / "dev"
+    if not dev.exists():
+        pytest.skip("../shared/corpora/meddocan is not available")
+    data = load_corpus(dev, lang="es", label_map="meddocan")
+    assert len(data) > 100
+    labels = {lab for _, _, spans in data for _, _, lab in spans}
+    assert {"PERSON", "DATE", "ID"} <= labels
