@@ -47,6 +47,8 @@ def _ok(name: str, value: str) -> bool:
         # US SSN has no check digit: the "invalid" twins are excluded ranges
         ("us_ssn", "536-22-1234", "666-22-1234"),
         ("us_ssn", "123 45 6789", "123 00 6789"),
+        # NPI: Luhn over 80840 + 10 digits (1234567893 is the example in the CMS check-digit note)
+        ("us_npi", "1234567893", "1234567894"),
         # NHS: mod 11
         ("gb_nhs", "943 476 5919", "943 476 5918"),
         ("gb_nhs", "4010232137", "4010232136"),
@@ -88,6 +90,11 @@ def test_ssn_excluded_ranges(value: str):
 def test_ssn_shape_is_enforced():
     assert not _ok("us_ssn", "53622123")  # 8 digits
     assert not _ok("us_ssn", "536-22-123A")
+
+
+def test_npi_shape():
+    assert not _ok("us_npi", "3234567891")  # NPIs start with 1 or 2
+    assert not _ok("us_npi", "123456789")  # 9 digits
 
 
 def test_lanr_by_hand():

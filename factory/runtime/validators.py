@@ -109,6 +109,13 @@ def us_ssn_check(value: str) -> bool:
     return digits.isdigit() and _stdnum(us_ssn)(digits)
 
 
+def us_npi(value: str) -> bool:
+    """US National Provider Identifier: 10 digits starting with 1 or 2, the last a Luhn digit
+    computed with the card-issuer prefix 80840 in front (CMS NPI check-digit rule)."""
+    digits = compact(value)
+    return bool(re.fullmatch(r"[12]\d{9}", digits)) and luhn_valid("80840" + digits)
+
+
 def de_lanr(value: str) -> bool:
     """German Lebenslange Arztnummer: 9 digits, the 7th a check digit over digits 1-6
     (weights 4,9,4,9,4,9; check = (10 - sum mod 10) mod 10); digits 8-9 are the specialty code."""
@@ -163,6 +170,7 @@ VALIDATORS: dict[str, Callable[[str], bool]] = {
     "es_dni_or_nie": es_dni_or_nie,
     "es_nass": es_nass,
     "us_ssn": us_ssn_check,
+    "us_npi": us_npi,
     "gb_nhs": _stdnum(gb_nhs),
     "de_idnr": _stdnum(de_idnr),
     "de_kvnr": de_kvnr,
