@@ -72,6 +72,9 @@ def test_brat_discontinuous_annotation_gives_one_span_per_fragment(tmp_path):
     folder = _brat(tmp_path, "disc", text, f"T1\tNOMBRE_PERSONAL_SANITARIO {a} {a + 4};{b} {b + 9}\tJuan Soler Mas\n")
     (rec,) = read_corpus(folder, "brat", "meddocan", "es")
     assert [rec.text[s.start:s.end] for s in rec.spans] == ["Juan", "Soler Mas"]
+    _brat(tmp_path, "disc", text, f"T1\tNOMBRE_PERSONAL_SANITARIO {a} {a + 4};{b} {b + 9}\tJuan Soler Max\n")
+    with pytest.raises(RecordError, match="disc.ann:1.*discontinuous annotation T1.*differs"):
+        list(read_corpus(folder, "brat", "meddocan", "es"))
 
 
 def test_brat_text_mismatch_names_file_and_record_without_phi(tmp_path):
@@ -118,6 +121,24 @@ def test_label_missing_from_the_map_is_an_error(tmp_path):
     folder = _brat(tmp_path, "lab", "Vive en Lugo.", "T1\tCIUDAD_INVENTADA 8 12\tLugo\n")
     with pytest.raises(RecordError, match="not in the label map"):
         list(read_corpus(folder, "brat", "meddocan", "es"))
+
+
+def test_non_utf8_files_are_clear_errors(tmp_path):
+    folder = _brat(tmp_path, "latin", "Vive en Ávila.", "T1\tTERRITORIO 8 13\tÁvila\n")
+    (folder / "latin.ann").write_bytes("T1\tTERRITORIO 8 13\tÁvila\n".encode("latin-1"))
+    with pytest.raises(RecordError, match="latin.ann.*not UTF-8"):
+        list(read_corpus(folder, "brat", "meddocan", "es"))
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"id": "a", "text": "ok"}\n{"id": "b", "text": "\xe1"}\n')
+    with pytest.raises(RecordError, match=r"bad\.jsonl:2: not UTF-8"):
+        list(read_corpus(path, "jsonl", None, "es"))
+
+
+def test_synth_through_the_dispatcher():
+    report = ReadReport()
+    records = list(read_corpus(None, "synth", lang="es", n=5, seed=2, report=report))
+    assert [r.id for r in records][-1] == "synth-es-2-000004"
+    assert report.records_ok == 5 and report.spans_kept == sum(len(r.spans) for r in records)
 
 
 def test_txt_without_ann_is_an_error(tmp_path):

@@ -167,18 +167,30 @@ def iter_raw(path: str | Path, fmt: str, lang: str, report: ReadReport | None = 
 last_report: ReadReport | None = None
 
 
-def read_corpus(path: str | Path, fmt: str, label_map: str | Path | dict | None = None, lang: str = "es",
-                on_error: str = "raise", report: ReadReport | None = None) -> Iterator[Record]:
+def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict | None = None, lang: str = "es",
+                on_error: str = "raise", report: ReadReport | None = None, n: int = 1000, seed: int = 13) -> Iterator[Record]:
     """Yield validated records with canonical labels from a corpus in `fmt`.
 
     `label_map`: a map name in corpora/label_maps/ ("meddocan", "i2b2"), a YAML path, a dict, or None
     (labels must then already be canonical). `on_error`: "raise" (default) or "skip" (count + report).
+    `fmt="synth"` generates the embedded corpus instead (`path` is ignored; `n` and `seed` apply).
     """
     global last_report
     if on_error not in ("raise", "skip"):
         raise ValueError("on_error must be 'raise' or 'skip'")
     if fmt == "synth":
-        raise ValueError("the synthetic corpus is generated, not read: use deid_factory.synth.generate_records")
+        from ..synth import generate_records
+
+        report = report if report is not None else ReadReport()
+        last_report = report
+        for record in generate_records(n, seed, lang):
+            report.records_read += 1
+            report.records_ok += 1
+            report.spans_read += len(record.spans)
+            report.spans_kept += len(record.spans)
+            report.labels.update(s.label for s in record.spans)
+            yield record
+        return
     mapping = load_label_map(label_map) if isinstance(label_map, (str, Path)) else label_map
     report = report if report is not None else ReadReport()
     last_report = report

@@ -15,41 +15,45 @@ from ..records import RecordError
 from . import RawRecord, RawSpan, ReadReport, iter_files, record_id_from
 
 
-def parse_ann(ann_path: Path, record_id: str, report: ReadReport | None = None) -> list[RawSpan]:
+def parse_ann(ann_path: Path, record_id: str, report: ReadReport | None = None, text: str | None = None) -> list[RawSpan]:
     spans: list[RawSpan] = []
-    with ann_path.open("r", encoding="utf-8", newline="") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            where = f"{ann_path}:{lineno}: record {record_id!r}"
-            kind = line[0]
-            if kind != "T":
-                if report is not None:
-                    report.ignored_annotations[{"R": "relation", "E": "event", "A": "attribute", "M": "attribute",
-                                                "#": "note", "N": "normalization", "*": "equivalence"}.get(kind, "other")] += 1
-                continue
-            parts = line.split("\t")
-            if len(parts) < 2:
-                raise RecordError(f"{where}: text-bound annotation without a tab-separated type and offsets")
-            head = parts[1].split(" ", 1)
-            if len(head) != 2:
-                raise RecordError(f"{where}: annotation {parts[0]} has no offsets")
-            label, offsets = head
-            fragments = []
-            try:
-                for frag in offsets.split(";"):
-                    a, b = frag.split()
-                    fragments.append((int(a), int(b)))
-            except ValueError:
-                raise RecordError(f"{where}: annotation {parts[0]} has malformed offsets") from None
-            annotated = parts[2] if len(parts) > 2 else None
-            if len(fragments) == 1:
-                spans.append(RawSpan(fragments[0][0], fragments[0][1], label, annotated, {"ann_id": parts[0]}))
-            else:
-                # brat joins the fragments' strings with a space, so the check is on the joined string below
-                for i, (a, b) in enumerate(fragments):
-                    spans.append(RawSpan(a, b, label, None, {"ann_id": parts[0], "fragment": i}))
+    try:
+        lines = ann_path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise RecordError(f"{ann_path}: record {record_id!r}: not UTF-8 (byte {err.start})") from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{ann_path}:{lineno}: record {record_id!r}"
+        kind = line[0]
+        if kind != "T":
+            if report is not None:
+                report.ignored_annotations[{"R": "relation", "E": "event", "A": "attribute", "M": "attribute",
+                                            "#": "note", "N": "normalization", "*": "equivalence"}.get(kind, "other")] += 1
+            continue
+        parts = line.split("\t")
+        if len(parts) < 2:
+            raise RecordError(f"{where}: text-bound annotation without a tab-separated type and offsets")
+        head = parts[1].split(" ", 1)
+        if len(head) != 2:
+            raise RecordError(f"{where}: annotation {parts[0]} has no offsets")
+        label, offsets = head
+        fragments = []
+        try:
+            for frag in offsets.split(";"):
+                a, b = frag.split()
+                fragments.append((int(a), int(b)))
+        except ValueError:
+            raise RecordError(f"{where}: annotation {parts[0]} has malformed offsets") from None
+        annotated = parts[2] if len(parts) > 2 else None
+        if len(fragments) == 1:
+            spans.append(RawSpan(fragments[0][0], fragments[0][1], label, annotated, {"ann_id": parts[0]}))
+        else:
+            # brat joins the fragments' strings with a space: check the joined string here
+            if text is not None and annotated is not None and " ".join(text[a:b] for a, b in fragments) != annotated:
+                raise RecordError(f"{where}: discontinuous annotation {parts[0]} at {offsets}: annotated string differs from the text")
+            for i, (a, b) in enumerate(fragments):
+                spans.append(RawSpan(a, b, label, None, {"ann_id": parts[0], "fragment": i}))
     return spans
 
 
@@ -67,5 +71,5 @@ def read_brat(path: Path, lang: str = "es", report: ReadReport | None = None) ->
                 text = handle.read()
         except UnicodeDecodeError as err:
             raise RecordError(f"{txt}: record {rid!r}: not UTF-8 (byte {err.start})") from None
-        yield RawRecord(id=rid, text=text, spans=parse_ann(ann, rid, report), source=str(ann),
+        yield RawRecord(id=rid, text=text, spans=parse_ann(ann, rid, report, text), source=str(ann),
                         meta={"source_format": "brat", "source_file": txt.name})
