@@ -583,10 +583,11 @@ class Note:
     def section(self, name: str, spec: dict, heading_format: str) -> list[Piece]:
         rng = self.rng
         out: list[Piece] = []
-        heading = rng.choice(spec.get("headings", [""]))
+        heading = self.expand(rng.choice(spec.get("headings", [""])))
         if heading:
             fmt = heading_format if rng.random() < 0.85 else rng.choice(self.d.sections["heading_formats"])
-            out.append(Piece(fmt.replace("{h}", heading).replace("{H}", heading.upper())))
+            text = fmt.replace("{h}", heading).replace("{H}", heading.upper())
+            out.append(Piece(text.replace("..", ".").replace(".:", ":")))  # "Tto." + ":" -> "Tto:"
         templates = spec.get("templates", [])
         self._sentence_fillers = set()  # context values are not repeated within a section
         lo, hi = spec.get("n", [1, 1])

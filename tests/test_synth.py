@@ -63,6 +63,12 @@ def test_default_corpus_is_large_varied_and_valid(corpus):
     assert max(uses.values()) < 0.5 * len(records)
 
 
+def test_no_template_syntax_leaks_into_the_text(corpus):
+    _, records = corpus
+    for r in records:
+        assert not re.search(r"[\[\]{}<>]|\.\.", r.text), r.id
+
+
 def test_identifiers_pass_their_validators(corpus):
     _, records = corpus
     checks = {"dni": "es_dni", "nie": "es_nie", "nass": "es_nass", "iban": "iban"}
