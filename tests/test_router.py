@@ -75,3 +75,33 @@ def test_pipe_keeps_order_across_chunks(train_router_pipelines):
     out = list(router.pipe(((t, i) for i, t in enumerate(texts)), chunk_size=3, as_tuples=True))
     assert [r.meta for r in out] == list(range(14))
     assert [r.doc.text for r in out] == texts
+
+
+def test_router_from_pipeline_folders_and_the_redact_command(tmp_path):
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+    from deid_factory.package import assemble_pipeline
+
+    for lang in ("es", "fr"):
+        assemble_pipeline(None, lang, tmp_path / f"deid_{lang}")
+    router = Router.from_names([str(tmp_path / "deid_es"), str(tmp_path / "deid_fr")])
+    assert sorted(router.pipelines) == ["es", "fr"]
+    with pytest.raises(ValueError, match="two pipelines"):
+        Router.from_names([str(tmp_path / "deid_es"), str(tmp_path / "deid_es")])
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "es.txt").write_text(ES, encoding="utf-8")
+    (docs / "fr.txt").write_text(FR, encoding="utf-8")
+    (docs / "it.txt").write_text(IT, encoding="utf-8")
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    result = CliRunner().invoke(app, ["redact", str(docs), "--out", str(out), "--format", "jsonl", "--mode", "tag",
+                                      "--pipelines", f"{tmp_path / 'deid_es'},{tmp_path / 'deid_fr'}",
+                                      "--report", str(report), "--quiet"])
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in map(__import__("json").loads, out.read_text(encoding="utf-8").splitlines())}
+    assert rows["es"]["pipeline"] == "es" and rows["fr"]["pipeline"] == "fr" and rows["it"]["pipeline"] == "fallback"
+    assert "[EMAIL]" in rows["it"]["redacted"] and "mario.rossi" not in rows["it"]["redacted"]
+    rep = __import__("json").loads(report.read_text())
+    assert rep["router"]["unrouted_languages"] == {"it": 1}
