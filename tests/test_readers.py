@@ -235,6 +235,17 @@ def test_i2b2_reader_uses_category_and_type(tmp_path):
                    ("Boston", "LOCATION"), ("MA", "LOCATION"), ("02118", "LOCATION"), ("617-555-0199", "PHONE")]
 
 
+def test_i2b2_2006_inline_format(tmp_path):
+    xml = ('<ROOT>\n<RECORD ID="41">\n<TEXT>\nAdmitted 03/04/2092 by Dr. <PHI TYPE="DOCTOR">Ann Kirby</PHI> '
+           'to <PHI TYPE="HOSPITAL">Riverside General</PHI>.\n</TEXT>\n</RECORD>\n'
+           '<RECORD ID="42">\n<TEXT>Patient <PHI TYPE="PATIENT">Lee Park</PHI>, MRN <PHI TYPE="ID">4471-22</PHI>.</TEXT>\n</RECORD>\n</ROOT>\n')
+    (tmp_path / "batch.xml").write_text(xml, encoding="utf-8")
+    records = list(read_corpus(tmp_path / "batch.xml", "i2b2", "i2b2", "en"))
+    assert [r.id for r in records] == ["batch-41", "batch-42"]
+    assert [(records[0].text[s.start:s.end], s.label) for s in records[0].spans] == [("Ann Kirby", "PERSON"), ("Riverside General", "ORGANIZATION")]
+    assert [(records[1].text[s.start:s.end], s.label) for s in records[1].spans] == [("Lee Park", "PERSON"), ("4471-22", "ID")]
+
+
 def test_i2b2_reader_checks_the_text_attribute(tmp_path):
     write_i2b2(tmp_path / "i2b2", wrong_text=True)
     with pytest.raises(RecordError, match="note-1.xml.*differs"):
