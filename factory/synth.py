@@ -236,9 +236,12 @@ class Note:
     # -- entities ------------------------------------------------------------
     def _dates(self) -> None:
         rng = self.rng
-        self.admission = dt.date(2005, 1, 1) + dt.timedelta(days=rng.randint(0, 19 * 365))
-        r = rng.random()
-        years = rng.randint(0, 1) if r < 0.03 else rng.randint(2, 17) if r < 0.12 else rng.randint(18, 96)
+        first, last = self.fmt.get("admission_years", [2005, 2023])
+        start = dt.date(int(first), 1, 1)
+        self.admission = start + dt.timedelta(days=rng.randint(0, (dt.date(int(last), 12, 31) - start).days))
+        groups = self.fmt.get("age_groups") or [{"share": 1.0, "min": 18, "max": 90}]
+        group = rng.choices(groups, weights=[float(g["share"]) for g in groups])[0]
+        years = rng.randint(int(group["min"]), int(group["max"]))
         self.birth = self.admission - dt.timedelta(days=years * 365 + rng.randint(10, 360))
         age_days = (self.admission - self.birth).days
         self.age_years = self.admission.year - self.birth.year - ((self.admission.month, self.admission.day) < (self.birth.month, self.birth.day))

@@ -160,3 +160,25 @@ def test_unknown_slot_is_an_error(tmp_path):
     (folder / "sections.yml").write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
     with pytest.raises(SynthError, match="ranura_inexistente"):
         list(generate_records(3, 1, "es", SynthData.load("es", folder)))
+
+
+def test_a_second_language_is_data_only(tmp_path):
+    """The engine has no Spanish in it: a copy of the data with another Faker locale and templates works."""
+    folder = tmp_path / "fr"
+    shutil.copytree(SYNTH_DIR / "es", folder)
+    lexicon = yaml.safe_load((folder / "lexicon.yml").read_text(encoding="utf-8"))
+    lexicon["faker_locale"], lexicon["surnames"] = "fr_FR", 1
+    (folder / "lexicon.yml").write_text(yaml.safe_dump(lexicon, allow_unicode=True), encoding="utf-8")
+    sections = yaml.safe_load((folder / "sections.yml").read_text(encoding="utf-8"))
+    sections["documents"] = [{"name": "note", "headers": {"ninguna": 1}, "sections": ["motif"]}]
+    sections["sections"] = {"motif": {"headings": ["Motif"], "n": [2, 2], "templates": [
+        "{Sex.noun} de {age} adressé<|e> par {doctor.title} {doctor} le {date.admission.numeric}.",
+        "Contact : {phone}, {email}."]}}
+    (folder / "sections.yml").write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
+    records = list(generate_records(5, 1, "fr", SynthData.load("fr", folder)))
+    assert records[0].id == "synth-fr-1-000000"
+    for r in records:
+        validate_record(r)
+        assert "motif" in r.text[:10].lower()
+        people = [r.text[s.start:s.end] for s in r.spans if s.label == "PERSON"]
+        assert len(people) == 1 and len(people[0].split()) >= 2
