@@ -27,7 +27,7 @@ import yaml
 
 from . import PROJECT_ROOT
 from .labels import CANONICAL_LABELS
-from .records import Record, RecordError, Span, append_record, read_records, span_problems
+from .records import Record, RecordError, Span, read_records, span_problems
 
 log = logging.getLogger(__name__)
 
@@ -173,11 +173,11 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
     if problems:
         raise PlaceholderError("invalid_spans", f"{where}: record {record.id!r}: " + "; ".join(problems))
     text = record.text
-    for term in inventory.all_terms():
-        if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text):
-            # The term already occurs in the text: after translation it could not be told apart.
-            raise PlaceholderError("term_in_text", f"{where}: record {record.id!r}: a placeholder term already occurs in the text")
     spans = sorted(record.spans, key=lambda s: (s.start, s.end))
+    # A term that already occurs in the text outside the PHI spans could not be told apart from the
+    # placeholder after translation: it is not used in this record.
+    outside = "\x00".join(text[a.end : b.start] for a, b in zip([Span(0, 0, "")] + spans, spans + [Span(len(text), len(text), "")]))
+    blocked = {t for t in inventory.all_terms() if re.search(rf"(?<!\w){re.escape(t)}(?!\w)", outside)}
     # 1. group mentions into entities by (label, normalised surface)
     entity_of: dict[tuple[str, str], int] = {}
     entities: list[dict[str, Any]] = []
@@ -213,7 +213,7 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
         pool = inventory.terms.get(POOL, [])
         term = None
         for candidate in own[next_index[ent["label"]] :] + pool:
-            if candidate not in used:
+            if candidate not in used and candidate not in blocked:
                 term = candidate
                 break
         if term is None:
@@ -349,8 +349,7 @@ def placeholder_file(
                     report["mentions"][info["label"]] += info["mentions"]
                     report["linked_partial_names"] += 1 if "link" in info else 0
                 report["max_entities_per_record"] = max(report["max_entities_per_record"], len(terms))
-                append = handle.write
-                append(srsly.json_dumps(result.to_dict()) + "\n")
+                handle.write(srsly.json_dumps(result.to_dict()) + "\n")
                 report["records_out"] += 1
         os.replace(tmp, out_path)
     except BaseException:

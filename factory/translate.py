@@ -352,6 +352,7 @@ def translate_record(record: Record, hops: Callable[[str], list[str]], route: li
                 meta["pivot_text"] = texts[0]
                 meta["pivot_lang"] = route[1]
             meta["translation"] = {
+                "input_digest": input_digest(record),
                 "route": route,
                 "method": level,
                 "attempts": attempts,
@@ -365,7 +366,7 @@ def translate_record(record: Record, hops: Callable[[str], list[str]], route: li
     reason = last["problem"]
     if last.get("stage") == "pivot":
         reason = f"{reason}_at_pivot"
-    return {"status": "dropped", "id": record.id, "reason": reason, "attempts": attempts, "terms": len(terms), "first_problems": first_problems if first_problems is not None else len(terms)}
+    return {"status": "dropped", "id": record.id, "input_digest": input_digest(record), "reason": reason, "attempts": attempts, "terms": len(terms), "first_problems": first_problems if first_problems is not None else len(terms)}
 
 
 # ----------------------------------------------------------------------------- workers
@@ -391,6 +392,11 @@ def _worker_translate(data: dict[str, Any]) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- the stage
+def input_digest(record: Record) -> str:
+    """Fingerprint of an input record: a resumed run redoes records whose input changed since."""
+    return hashlib.sha1(srsly.json_dumps(record.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+
 def _dropped_path(out_path: Path) -> Path:
     return out_path.with_name(out_path.name + ".dropped.jsonl")
 
@@ -422,6 +428,35 @@ def _load_done(out_path: Path) -> tuple[set[str], list[dict[str, Any]], list[dic
     return done, kept, dropped
 
 
+def _drop_stale(out_path: Path, digests: dict[str, str]) -> set[str]:
+    """Ids finished by an earlier run on the *same* input; outputs of records that changed or left
+    the input since are removed (atomic rewrite), so a resumed run equals a fresh one."""
+    done, kept, dropped = _load_done(out_path)
+
+    def fresh(data: dict[str, Any], digest: str | None) -> bool:
+        return digests.get(str(data["id"])) is not None and digest == digests.get(str(data["id"]))
+
+    keep_kept = [d for d in kept if fresh(d, ((d.get("meta") or {}).get("translation") or {}).get("input_digest"))]
+    keep_dropped = [d for d in dropped if fresh(d, d.get("input_digest"))]
+    if len(keep_kept) != len(kept) or len(keep_dropped) != len(dropped):
+        log.warning("%s: %d finished records came from a different input and are redone", out_path,
+                    len(kept) + len(dropped) - len(keep_kept) - len(keep_dropped))
+        for path, rows in ((out_path, keep_kept), (_dropped_path(out_path), keep_dropped)):
+            if path.exists():
+                _write_json_lines(path, rows)
+    return {str(d["id"]) for d in keep_kept + keep_dropped}
+
+
+def _write_json_lines(path: Path, rows: list[dict[str, Any]]) -> None:
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(srsly.json_dumps(row) + "\n")
+    os.replace(tmp, path)
+
+
 def translate_file(
     in_path: str | Path,
     out_path: str | Path,
@@ -449,7 +484,7 @@ def translate_file(
         if rec.lang and rec.lang != source:
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the source language {source!r}")
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    done, _, _ = _load_done(out_path)
+    done = _drop_stale(out_path, {r.id: input_digest(r) for r in records})
     todo = [r for r in records if r.id not in done]
     if limit is not None:
         todo = todo[:limit]
@@ -462,7 +497,8 @@ def translate_file(
                 for rec in todo:
                     meta = dict(rec.meta)
                     meta.pop("placeholder_text", None)
-                    meta["translation"] = {"route": route, "skipped": True, "reason": "target language equals source language"}
+                    meta["translation"] = {"input_digest": input_digest(rec), "route": route, "skipped": True,
+                                           "reason": "target language equals source language"}
                     append_record(handle, Record(rec.id, target, rec.text, rec.spans, meta))
             report["translation"] = "skipped (source == target)"
         else:
@@ -488,7 +524,7 @@ def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: 
 
         def write(result: dict[str, Any]) -> None:
             if result["status"] == "dropped":
-                entry = {k: result[k] for k in ("id", "reason", "attempts", "terms", "first_problems")}
+                entry = {k: result[k] for k in ("id", "input_digest", "reason", "attempts", "terms", "first_problems")}
                 drop_handle.write(srsly.json_dumps(entry) + "\n")
                 drop_handle.flush()
                 os.fsync(drop_handle.fileno())

@@ -240,3 +240,21 @@ def test_whole_stage_offline_with_sockets_blocked(target, argos_home, argos_pack
             assert sorted(ents) == spans_by_text[text]
             n += 1
     assert n == 5
+
+
+def test_resume_redoes_records_whose_input_changed(argos_home, argos_packages, translate_source, tmp_path):
+    ph = _placeholders(translate_source, tmp_path)
+    out = tmp_path / "tr.jsonl"
+    kw = dict(packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    first = translate_file(ph, out, "es", "fr", limit=3, **kw)
+    assert first["kept"] == 3 and first["resumed_from"] == 0
+    records = list(read_records(ph))
+    records[0].text = records[0].text.replace("Paciente", "Enfermo", 1)
+    for span in records[0].spans:  # same length shift for every span after the edit
+        span.start, span.end = span.start - 1, span.end - 1
+    write_records(ph, records)
+    second = translate_file(ph, out, "es", "fr", **kw)
+    assert second["resumed_from"] == 2 and second["kept"] == 5
+    fresh = tmp_path / "fresh.jsonl"
+    translate_file(ph, fresh, "es", "fr", **kw)
+    assert sorted(out.read_text().splitlines()) == sorted(fresh.read_text().splitlines())
