@@ -1,8 +1,9 @@
 """Train/dev/test splits by record, written as spaCy DocBins whose entities equal the JSONL spans.
 
 A record goes to one split only (seeded shuffle of the record ids, default 80/10/10). Every span
-must fall on spaCy token boundaries of the target language's tokenizer, otherwise the DocBin would
-silently hold different entities than the JSONL: such records are left out of *both* and counted.
+must fall on token boundaries, otherwise the DocBin would silently hold different entities than the
+JSONL: tokens are cut at span boundaries where needed (the report counts such records), and a record
+that still cannot be represented (overlapping spans) is left out of *both* outputs and counted.
 """
 
 from __future__ import annotations
@@ -53,11 +54,36 @@ def assign_splits(ids: Iterable[str], ratios: Mapping[str, float], seed: int = 0
     return result
 
 
+def _split_at(nlp, doc, cuts: set[int]):
+    """The same text with tokens also cut at `cuts` (e.g. 'NHC:0450932' -> 'NHC:' + '0450932')."""
+    from spacy.tokens import Doc
+
+    words: list[str] = []
+    spaces: list[bool] = []
+    for token in doc:
+        start, end = token.idx, token.idx + len(token.text)
+        inner = sorted(c for c in cuts if start < c < end)
+        bounds = [start, *inner, end]
+        for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+            words.append(doc.text[a:b])
+            spaces.append(bool(token.whitespace_) and i == len(bounds) - 2)
+    return Doc(nlp.vocab, words=words, spaces=spaces)
+
+
 def record_to_doc(nlp, record: Record):
-    """A Doc with the record's spans as entities, or None when a span misses token boundaries."""
+    """A Doc with the record's spans as entities, or None when that is impossible (overlaps).
+
+    Where a span boundary falls inside a token of the language's tokenizer ("NHC:0450932" written
+    without a space), the token is cut there, so the DocBin entities equal the JSONL spans exactly;
+    spaCy's alignment then decides at training time what the pipeline's own tokens can learn."""
     doc = nlp.make_doc(record.text)
+    spans = sorted(record.spans, key=lambda s: (s.start, s.end))
+    if any(doc.char_span(s.start, s.end, alignment_mode="strict") is None for s in spans):
+        doc = _split_at(nlp, doc, {c for s in spans for c in (s.start, s.end)})
+        if doc.text != record.text:  # pragma: no cover - _split_at keeps the text by construction
+            return None
     ents = []
-    for span in sorted(record.spans, key=lambda s: (s.start, s.end)):
+    for span in spans:
         ent = doc.char_span(span.start, span.end, label=span.label, alignment_mode="strict")
         if ent is None:
             return None
@@ -79,8 +105,11 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
     nlp = spacy.blank(spacy_lang)
     docs: dict[str, Any] = {}
     misaligned: list[str] = []
+    retokenized = 0
     for record in records:
         doc = record_to_doc(nlp, record)
+        if doc is not None and len(doc) != len(nlp.make_doc(record.text)):
+            retokenized += 1
         if doc is None:
             misaligned.append(record.id)
         else:
@@ -101,7 +130,7 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
         bins[k].to_disk(tmp)
         tmp.replace(path)  # atomic: a reader never sees half a DocBin
     counts = {k: len(bins[k]) for k in SPLITS}
-    return {"ratios": dict(ratios), "seed": seed, "counts": counts, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
+    return {"ratios": dict(ratios), "seed": seed, "counts": counts, "retokenized_records": retokenized, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
 
 
 def read_docbin_spans(path: str | Path, spacy_lang: str) -> list[tuple[str, list[tuple[int, int, str]]]]:

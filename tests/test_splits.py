@@ -36,15 +36,17 @@ def test_ratios_and_assignment():
 
 def test_docbins_equal_jsonl_spans(tmp_path):
     recs = _records(50)
-    bad = Record("misaligned", "fr", "Patient JeanDupont vu.", [Span(8, 12, "PERSON")], {})  # inside a token
-    report, final = write_splits(recs + [bad], tmp_path, "fr", parse_ratios(None), seed=0)
-    assert report["misaligned_ids"] == ["misaligned"]
-    assert report["counts"] == {"train": 40, "dev": 5, "test": 5}
+    glued = Record("glued", "fr", "Patient NHC:045093227 vu le 12/03/2020.", [Span(12, 21, "ID"), Span(28, 38, "DATE")], {})
+    overlap = Record("overlap", "fr", "Patient Jean Dupont vu.", [Span(8, 19, "PERSON"), Span(13, 19, "PERSON")], {})
+    report, final = write_splits(recs + [glued, overlap], tmp_path, "fr", parse_ratios(None), seed=0)
+    assert report["misaligned_ids"] == ["overlap"]
+    assert report["retokenized_records"] == 1  # 'NHC:045093227' is cut after the colon
+    assert sum(report["counts"].values()) == 51
     by_text = {r.text: sorted((s.start, s.end, s.label) for s in r.spans) for r in final}
     loaded = 0
     for split in ("train", "dev", "test"):
         for text, ents in read_docbin_spans(tmp_path / f"{split}.spacy", "fr"):
             assert sorted(ents) == by_text[text]
             loaded += 1
-    assert loaded == 50 == len(final)
+    assert loaded == 51 == len(final)
     assert {r.meta["split"] for r in final} == {"train", "dev", "test"}
