@@ -40,6 +40,19 @@ class EvalError(RuntimeError):
     pass
 
 
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file + rename: a crash never leaves a half-written report."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _savefig(fig, path: Path) -> None:
+    tmp = path.with_name(path.stem + ".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    tmp.replace(path)
+
+
 # --------------------------------------------------------------------------- metric functions
 def _prf(tp_p: int, n_pred: int, tp_g: int, n_gold: int) -> dict:
     p = tp_p / n_pred if n_pred else 0.0
@@ -199,9 +212,9 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
         if summary.exists():
             metrics["training"] = srsly.read_json(summary)
     out_dir.mkdir(parents=True, exist_ok=True)
-    srsly.write_json(out_dir / "metrics.json", metrics)
+    write_atomic(out_dir / "metrics.json", srsly.json_dumps(metrics, indent=2))
     plots = write_plots(metrics, curve, out_dir)
-    (out_dir / "report.md").write_text(render_report(metrics, plots), encoding="utf-8")
+    write_atomic(out_dir / "report.md", render_report(metrics, plots))
     return metrics
 
 
@@ -264,7 +277,7 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
             ax2.set_ylabel("NER loss")
         ax.set_title("Training curve")
         fig.tight_layout()
-        fig.savefig(out_dir / "training_curve.png", dpi=100)
+        _savefig(fig, out_dir / "training_curve.png")
         plt.close(fig)
         plots["Training curve"] = "training_curve.png"
     per = {s: metrics["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
@@ -282,7 +295,7 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
         ax.legend()
         ax.set_title("Per-label F1")
         fig.tight_layout()
-        fig.savefig(out_dir / "per_label_f1.png", dpi=100)
+        _savefig(fig, out_dir / "per_label_f1.png")
         plt.close(fig)
         plots["Per-label F1"] = "per_label_f1.png"
     return plots

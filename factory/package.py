@@ -187,8 +187,13 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
                 shutil.copyfile(f, pkg / f.name)
         (pkg / "__init__.py").write_text(WHEEL_INIT.format(lang=lang), encoding="utf-8")
         dist = work / "dist"
-        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(root)]
-        ret = subprocess.run(cmd, capture_output=True, text=True)
+        # Offline first: this environment's setuptools builds the wheel (>= 70.1 has bdist_wheel, or
+        # with the `wheel` package). Only if that fails, pip's isolated build (needs an index).
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(root)]
+        ret = subprocess.run(cmd[:4] + ["--no-build-isolation"] + cmd[4:], capture_output=True, text=True)
+        if ret.returncode != 0:
+            log.warning("offline wheel build failed; retrying with pip's isolated build environment")
+            ret = subprocess.run(cmd, capture_output=True, text=True)
         if ret.returncode != 0:
             raise PackageError(f"pip wheel failed for {name} ({ret.returncode}): {ret.stderr[-2000:]}")
         wheels = list(dist.glob(f"{name}-{version}-*.whl"))

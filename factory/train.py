@@ -170,7 +170,9 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "init": init,
         "wall_seconds": round(wall, 1),
     }
-    srsly.write_json(out_dir / "train_summary.json", summary)
+    tmp = out_dir / "train_summary.json.tmp"
+    srsly.write_json(tmp, summary)
+    tmp.replace(out_dir / "train_summary.json")  # atomic
     return summary
 
 
