@@ -68,3 +68,20 @@ def test_init_pipeline_not_installed_falls_back_to_blank(tmp_path, train_config,
         assert _resolve_init("xx_not_installed_sm", train_config, tmp_path) == train_config
     assert "not installed" in caplog.text
     assert _resolve_init("blank", train_config, tmp_path) == train_config
+
+
+def test_cli_commands_report_bad_input_by_file(tmp_path, train_config):
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train", str(tmp_path / "nope.spacy"), str(tmp_path / "dev.spacy"),
+                              "--config", str(train_config), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 1 and "nope.spacy" in res.output
+    res = runner.invoke(app, ["evaluate", str(tmp_path), str(tmp_path / "gold.jsonl"), "--out", str(tmp_path / "m")])
+    assert res.exit_code == 1 and "gold.jsonl" in res.output
+    res = runner.invoke(app, ["assemble", str(tmp_path / "model"), "--lang", "es", "--out", str(tmp_path / "p")])
+    assert res.exit_code == 1 and "model" in res.output
+    res = runner.invoke(app, ["install-wheel", str(tmp_path), "--lang", "es"])
+    assert res.exit_code == 1 and "no deid_es wheel" in res.output
