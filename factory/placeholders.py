@@ -395,14 +395,18 @@ def placeholder_command(
 
 
 # ----------------------------------------------------------------------------- calibration
-def survival_of(term: str, translations: Iterable[str]) -> dict[str, Any]:
-    """How a term came back in translated sentences that each held it once."""
-    outcome = Counter()
-    for text in translations:
-        _, problems = find_placeholders(text, {term: {"label": "X", "mentions": 1}})
-        outcome[problems.get(term, "kept")] += 1
-    total = sum(outcome.values())
-    return {"survival": round(outcome["kept"] / total, 4) if total else 0.0, "outcomes": dict(outcome)}
+def survival_counts(term: str, text: str, expected: int) -> dict[str, Any]:
+    """How a term came back in a translated text that held it `expected` times (once per sentence)."""
+    exact = len(re.findall(rf"(?<!\w){re.escape(term)}(?!\w)", text))
+    folded = _fold(term)
+    variants = sum(1 for m in _WORD.finditer(text) if folded in _fold(m.group()) and m.group() != term)
+    kept = min(exact, expected) - max(0, exact - expected)  # extra copies count against the term
+    outcomes = Counter({"kept": max(0, kept)})
+    if exact > expected:
+        outcomes["duplicated"] = exact - expected
+    outcomes["altered"] = min(variants, expected - min(exact, expected))
+    outcomes["missing"] = expected - min(exact, expected) - outcomes["altered"]
+    return {"survival": round(max(0, kept) / expected, 4) if expected else 0.0, "outcomes": {k: v for k, v in outcomes.items() if v}}
 
 
 def calibrate(
@@ -413,6 +417,7 @@ def calibrate(
     packages_dir: str | Path | None = None,
     min_survival: float = 1.0,
     argos_dir: str | Path | None = None,
+    beam_size: int | None = None,
 ) -> dict[str, Any]:
     """Run every candidate term through the route source -> target inside sample sentences; keep the
     terms that survive unchanged (case, inflection, transliteration) in at least `min_survival` of them,
@@ -431,7 +436,7 @@ def calibrate(
     if translate_fn is None:
         from .translate import ArgosRoute
 
-        argos = ArgosRoute.open(source, target, packages_dir=packages_dir, argos_dir=argos_dir)
+        argos = ArgosRoute.open(source, target, packages_dir=packages_dir, argos_dir=argos_dir, beam_size=beam_size)
         route = argos.route
         translate_fn = argos.translate_text
     chosen: dict[str, list[dict[str, Any]]] = {}
@@ -439,8 +444,9 @@ def calibrate(
     for label, terms in candidates.items():
         chosen[label] = []
         for term in terms:
-            outputs = [translate_fn(s.replace("{}", term)) for s in sentences]
-            result = survival_of(term, outputs)
+            # One paragraph per term: Argos splits it into its sentences and translates them as one batch.
+            output = translate_fn(" ".join(s.replace("{}", term) for s in sentences))
+            result = survival_counts(term, output, len(sentences))
             if result["survival"] >= min_survival:
                 chosen[label].append({"term": term, "survival": result["survival"]})
             else:
@@ -477,13 +483,14 @@ def calibrate_command(
     packages_dir: Path | None = None,
     min_survival: float = 1.0,
     argos_dir: Path | None = None,
+    beam_size: int | None = None,
 ) -> None:
     """Measure which placeholder candidates survive the installed Argos route and write the inventory."""
     import typer
 
     out = out or inventory_path(target)
     try:
-        result = calibrate(source, target, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir)
+        result = calibrate(source, target, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir, beam_size=beam_size)
     except Exception as err:  # route missing, bad files: one clear line, no traceback
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None

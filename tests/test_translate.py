@@ -258,3 +258,39 @@ def test_resume_redoes_records_whose_input_changed(argos_home, argos_packages, t
     fresh = tmp_path / "fresh.jsonl"
     translate_file(ph, fresh, "es", "fr", **kw)
     assert sorted(out.read_text().splitlines()) == sorted(fresh.read_text().splitlines())
+
+
+MEDDOCAN = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "meddocan" / "dev"
+
+
+@pytest.mark.shared
+@pytest.mark.slow
+@pytest.mark.skipif(not MEDDOCAN.is_dir(), reason="../shared/corpora/meddocan is not available")
+def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
+    """Real annotated Spanish notes (MEDDOCAN, first 12 of dev) through placeholder -> Argos -> surrogate."""
+    import itertools
+
+    from deid_factory.readers import read_corpus
+    from deid_factory.runtime.validators import VALIDATORS
+    from deid_factory.splits import read_docbin_spans
+    from deid_factory.surrogates import surrogate_file
+
+    src = tmp_path / "src.jsonl"
+    write_records(src, itertools.islice(read_corpus(MEDDOCAN, "brat", "meddocan", "es"), 12))
+    ph = _placeholders(src, tmp_path)
+    tr = tmp_path / "tr.jsonl"
+    report = translate_file(ph, tr, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    assert report["kept"] + report["repaired"] + report["dropped"] == report["records_in"] == 12
+    assert report["kept"] == 12  # the copy route keeps every placeholder
+    sreport = surrogate_file(tr, tmp_path / "final", "fr", seed=0)
+    assert sreport["records_out"] == 12
+    assert sreport["id_validated"] and all(sreport["id_validated"].get(k, 0) == v for k, v in sreport["id_kinds"].items() if k != "pattern")
+    records = list(read_records(tmp_path / "final" / "records.jsonl"))
+    for rec in records:
+        for span in rec.spans:
+            if span.attrs.get("validated"):
+                assert VALIDATORS[span.attrs["id_kind"]](rec.text[span.start : span.end])
+    by_text = {r.text: sorted((s.start, s.end, s.label) for s in r.spans) for r in records}
+    for split in ("train", "dev", "test"):
+        for text, ents in read_docbin_spans(tmp_path / "final" / f"{split}.spacy", "fr"):
+            assert sorted(ents) == by_text[text]
