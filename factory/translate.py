@@ -172,8 +172,11 @@ def _import_argos():
         return cached if (cached / "senter" / "model").exists() else None
 
     networking.cache_spacy = offline_cache_spacy
-    from argostranslate import package, translate
+    from argostranslate import package, translate, utils
 
+    if not settings.debug:
+        # Argos logs every paragraph it translates at INFO level; clinical text stays out of logs.
+        utils.logger.setLevel(logging.WARNING)
     return package, translate
 
 

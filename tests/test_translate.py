@@ -44,6 +44,19 @@ def test_pivot_route_keeps_pivot_text_and_exact_spans(argos_home, argos_packages
     assert json.loads((tmp_path / "r.json").read_text())["kept"] == 5
 
 
+def test_no_clinical_text_in_logs(argos_home, argos_packages, translate_source, tmp_path, caplog):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    ph = _placeholders(translate_source, tmp_path)
+    translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    for rec in read_records(ph):
+        for sentence in rec.text.split("."):
+            if len(sentence.strip()) > 12:
+                assert sentence.strip() not in logged
+
+
 def test_direct_route_preferred(argos_home, argos_packages, translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path)
     both = tmp_path / "both"
@@ -281,7 +294,9 @@ def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     tr = tmp_path / "tr.jsonl"
     report = translate_file(ph, tr, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
     assert report["kept"] + report["repaired"] + report["dropped"] == report["records_in"] == 12
-    assert report["kept"] == 12  # the copy route keeps every placeholder
+    # Every record comes through; a few hold sentences longer than the copy model's 320 positions
+    # (CTranslate2 raises), and the sentence/clause retry repairs them.
+    assert report["dropped"] == 0 and report["kept"] + report["repaired"] == 12
     sreport = surrogate_file(tr, tmp_path / "final", "fr", seed=0)
     assert sreport["records_out"] == 12
     assert sreport["id_validated"] and all(sreport["id_validated"].get(k, 0) == v for k, v in sreport["id_kinds"].items() if k != "pattern")
