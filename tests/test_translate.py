@@ -309,3 +309,28 @@ def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     for split in ("train", "dev", "test"):
         for text, ents in read_docbin_spans(tmp_path / "final" / f"{split}.spacy", "fr"):
             assert sorted(ents) == by_text[text]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["fr", "en"])
+def test_embedded_corpus_to_target_through_cli(target, argos_env, argos_packages, tmp_path):
+    """The default source (the embedded synthetic Spanish corpus) through the three CLI commands."""
+    from deid_factory.synth import generate_records
+
+    src = tmp_path / "src.jsonl"
+    write_records(src, generate_records(4, 13, "es"))
+    runner = CliRunner()
+    ph, tr, final = tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", tmp_path / "final"
+    assert runner.invoke(app, ["placeholder", str(src), str(ph), "--target", target]).exit_code == 0
+    result = runner.invoke(app, ["translate", str(ph), str(tr), "--source", "es", "--target", target, "--packages-dir",
+                                 str(argos_packages["pivot"]), "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1",
+                                 "--no-progress", "--report", str(tmp_path / "tr.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "tr.json").read_text())
+    assert report["records_in"] == 4 and report["kept"] + report["repaired"] == 4
+    result = runner.invoke(app, ["surrogate", str(tr), str(final), "--target", target, "--seed", "0"])
+    assert result.exit_code == 0, result.output
+    sreport = json.loads((final / "report.json").read_text())
+    assert sreport["records_out"] == 4 and sreport["splits"]["misaligned_dropped"] == 0
+    assert {p.name for p in final.iterdir()} >= {"records.jsonl", "train.spacy", "dev.spacy", "test.spacy", "report.json"}
+    assert all(r.lang == target for r in read_records(final / "records.jsonl"))
