@@ -143,7 +143,46 @@ def _casing(text: str) -> str:
     return "mixed"
 
 
-def shape_of(label: str, surface: str) -> dict[str, Any]:
+_GIVEN_NAMES: dict[str, tuple[set[str], set[str]]] = {}
+
+
+def _given_names(lang: str) -> tuple[set[str], set[str]]:
+    """(female, male) given names of the language's Faker locale, folded; empty sets if unknown."""
+    if lang not in _GIVEN_NAMES:
+        female: set[str] = set()
+        male: set[str] = set()
+        locale_path = LANGUAGES_DIR / lang / "locale.yml"
+        if locale_path.exists():
+            locale = (yaml.safe_load(locale_path.read_text(encoding="utf-8")) or {}).get("faker_locale")
+            try:
+                import importlib
+
+                provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
+                female = {_fold(n) for n in getattr(provider, "first_names_female", ())}
+                male = {_fold(n) for n in getattr(provider, "first_names_male", ())}
+            except (ImportError, AttributeError):
+                pass
+        _GIVEN_NAMES[lang] = (female, male)
+    return _GIVEN_NAMES[lang]
+
+
+def sex_hint(surface: str, lang: str) -> str | None:
+    """'f' or 'm' when the first word is an unambiguous given name of the source locale, else None.
+
+    Only this bit is kept, so that a French surrogate agrees with 'la patiente' / 'sa fille'."""
+    words = _WORD.findall(surface)
+    if not words:
+        return None
+    female, male = _given_names(lang)
+    first = _fold(words[0])
+    if first in female and first not in male:
+        return "f"
+    if first in male and first not in female:
+        return "m"
+    return None
+
+
+def shape_of(label: str, surface: str, lang: str = "") -> dict[str, Any]:
     """Describe the form of a PHI string without keeping it (no PHI leaves this function)."""
     words = _WORD.findall(surface)
     digits = sum(c.isdigit() for c in surface)
@@ -151,6 +190,9 @@ def shape_of(label: str, surface: str) -> dict[str, Any]:
     shape: dict[str, Any] = {}
     if label == "PERSON":
         shape = {"words": len(words), "casing": _casing(surface), "initials": sum(1 for w in words if len(w) == 1)}
+        sex = sex_hint(surface, lang) if lang else None
+        if sex:
+            shape["sex"] = sex
     elif label == "DATE":
         shape = {"form": "numeric" if letters == 0 else ("written" if digits else "words"), "digits": digits}
     elif label == "AGE":
@@ -187,7 +229,7 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
         key = (span.label, normalize_surface(surface))
         if key not in entity_of:
             entity_of[key] = len(entities)
-            entities.append({"label": span.label, "key": key[1], "mentions": 0, "shape": shape_of(span.label, surface), "attrs": {}})
+            entities.append({"label": span.label, "key": key[1], "mentions": 0, "shape": shape_of(span.label, surface, record.lang), "attrs": {}})
         ent = entities[entity_of[key]]
         ent["mentions"] += 1
         for k, v in span.attrs.items():

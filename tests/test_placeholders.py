@@ -66,6 +66,13 @@ def test_shapes_describe_form():
     assert shapes[2]["unit"] is True and shapes[3]["international"] is True
 
 
+def test_person_shape_keeps_only_a_sex_hint():
+    rec = _rec("Vino Lucía Pérez con Juan y con Zubizarreta.", [("Lucía Pérez", "PERSON"), ("Juan", "PERSON"), ("Zubizarreta", "PERSON")])
+    out = placeholderize(rec, load_inventory("fr"))
+    shapes = [out.meta["placeholders"]["terms"][s.attrs["placeholder"]]["shape"] for s in out.spans]
+    assert [sh.get("sex") for sh in shapes] == ["f", "m", None]  # a surname alone: no hint
+
+
 def test_inventory_exhausted_and_term_in_text():
     inv = Inventory({"PERSON": ["Faustino"], "ANY": ["Arvandel"]})
     rec = _rec("A B, C D y E F.", [("A B", "PERSON"), ("C D", "PERSON"), ("E F", "PERSON")])

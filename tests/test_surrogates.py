@@ -158,3 +158,15 @@ def test_broken_placeholder_record_is_dropped_with_reason():
     rec.text = rec.text.replace("Faustino", "FAUSTINO")
     kept, report = surrogate_records([rec], "fr")
     assert kept == [] and report["dropped"] == {"placeholder_altered": 1}
+
+
+def test_surrogate_keeps_the_sex_of_the_source_given_name():
+    from faker.providers.person.fr_FR import Provider
+
+    female, male = set(Provider.first_names_female), set(Provider.first_names_male)
+    for source_name, expected in (("Lucía López", female), ("Juan López", male)):
+        recs = [_placeholder_record(f"s{i}", f"Vino {source_name}.", [(source_name, "PERSON")]) for i in range(30)]
+        kept, _ = surrogate_records(recs, "fr", seed=4, casing="title=1")
+        for rec in kept:
+            given = rec.text[rec.spans[0].start : rec.spans[0].end].split()[0]
+            assert all(part in expected for part in given.split("-")), given

@@ -139,7 +139,7 @@ class Generator:
         link = entry.get("link")
         if link and link in persons:
             return persons[link].part(entry.get("part", "family"), int(shape.get("words", 1)))
-        person = self.names.person()
+        person = self.names.person(shape.get("sex"))
         persons[term] = person
         words = int(shape.get("words", 2))
         if words >= 2:

@@ -65,9 +65,10 @@ class NameGenerator:
                 name = f"{name}{self.surname_joiner}{other}"
         return name
 
-    def person(self) -> Person:
+    def person(self, sex: str | None = None) -> Person:
+        """A new person; `sex` ('f'/'m', from the source given name) keeps grammatical agreement."""
         for _ in range(200):
-            sex = self.rng.choice("fm")
+            sex = sex if sex in ("f", "m") else self.rng.choice("fm")
             person = Person([self._given(sex)], [self._surname() for _ in range(self.surnames)], sex)
             key = _key(person.full())
             # Faker names may carry characters that would break span boundaries (e.g. a trailing '.').
