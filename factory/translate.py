@@ -546,16 +546,22 @@ def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: 
 
                 # spawn, not fork: CTranslate2/CUDA state must not be inherited half-initialised.
                 ctx = multiprocessing.get_context("spawn")
-                with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(config,)) as pool:
+                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(config,))
+                try:
                     pending: deque = deque()
                     bound = workers * 4  # the bounded queue: at most this many records in flight
-                    items = iter(todo)
-                    for rec in items:
+                    for rec in todo:
                         pending.append(pool.submit(_worker_translate, rec.to_dict()))
                         if len(pending) >= bound:
                             write(pending.popleft().result())
                     while pending:
                         write(pending.popleft().result())
+                except BaseException:
+                    # Ctrl-C or a failure: what is written stays written; queued records are cancelled
+                    # instead of being waited for, and the next run resumes after the last record.
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    raise
+                pool.shutdown(wait=True)
         finally:
             bar.close()
 

@@ -97,6 +97,14 @@ def test_same_language_passes_through_without_argos(translate_source, tmp_path):
     src = {r.id: r for r in read_records(ph)}
     for rec in read_records(out):
         assert rec.text == src[rec.id].text and rec.meta["translation"]["skipped"] is True
+    # ... and the Spanish chain goes on offline: Spanish surrogates (two surnames, Spanish months)
+    from deid_factory.surrogates import surrogate_file
+
+    report = surrogate_file(out, tmp_path / "final", "es", seed=0)
+    assert report["records_out"] == 5 and report["dropped"] == {}
+    final = list(read_records(tmp_path / "final" / "records.jsonl"))
+    assert all(r.lang == "es" for r in final)
+    assert any(re.search(r"enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|octubre|noviembre|diciembre|\d/", r.text) for r in final)
 
 
 def _lossy_records(tmp_path: Path) -> Path:
@@ -334,3 +342,28 @@ def test_embedded_corpus_to_target_through_cli(target, argos_env, argos_packages
     assert sreport["records_out"] == 4 and sreport["splits"]["misaligned_dropped"] == 0
     assert {p.name for p in final.iterdir()} >= {"records.jsonl", "train.spacy", "dev.spacy", "test.spacy", "report.json"}
     assert all(r.lang == target for r in read_records(final / "records.jsonl"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_workers_keeps_finished_records(argos_env, argos_packages, translate_source, tmp_path):
+    base = list(read_records(translate_source))
+    many = [Record(f"{r.id}-{i:02d}", r.lang, r.text, r.spans, r.meta) for i in range(12) for r in base]
+    src = tmp_path / "many.jsonl"
+    write_records(src, many)
+    ph = _placeholders(src, tmp_path)
+    out = tmp_path / "tr.jsonl"
+    args = ["translate", str(ph), str(out), "--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]),
+            "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress", "--workers", "2"]
+    proc = _cli(args, {**os.environ, **argos_env})
+    deadline = time.time() + 240
+    while time.time() < deadline and proc.poll() is None:
+        if out.exists() and out.read_text().count("\n") >= 3:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "run the same command again to resume" in err
+    lines = out.read_text().splitlines()
+    assert 3 <= len(lines) < len(many)
+    assert all(json.loads(line)["lang"] == "fr" for line in lines)
