@@ -250,12 +250,12 @@ class ArgosRoute:
         install: bool = True,
         intra_threads: int | None = None,
     ) -> "ArgosRoute":
-        configure_argos(packages_dir, argos_dir, device, beam_size, intra_threads)
-        if device == "cuda":
+        if device == "cuda":  # checked before any setting changes, so a failed call leaves Argos as it was
             import ctranslate2
 
             if ctranslate2.get_cuda_device_count() == 0:
                 raise RuntimeError("--device cuda was asked but CTranslate2 sees no CUDA device")
+        configure_argos(packages_dir, argos_dir, device, beam_size, intra_threads)
         package, translate = _import_argos()
         if install:
             install_packages(packages_dir)

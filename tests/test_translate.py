@@ -367,3 +367,24 @@ def test_ctrl_c_with_workers_keeps_finished_records(argos_env, argos_packages, t
     lines = out.read_text().splitlines()
     assert 3 <= len(lines) < len(many)
     assert all(json.loads(line)["lang"] == "fr" for line in lines)
+
+
+def test_device_option(argos_home, argos_packages, translate_source, tmp_path):
+    import ctranslate2
+
+    ph = _placeholders(translate_source, tmp_path)
+    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+            "--packages-dir", str(argos_packages["pivot"]), "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress"]
+    bad = CliRunner().invoke(app, [*base, "--device", "tpu"])
+    assert bad.exit_code == 1 and "cpu or cuda" in bad.output
+    if ctranslate2.get_cuda_device_count() == 0:
+        result = CliRunner().invoke(app, [*base, "--device", "cuda"])
+        assert result.exit_code == 1 and "no CUDA device" in result.output
+    else:  # pragma: no cover - GPU machines
+        result = CliRunner().invoke(app, [*base, "--device", "cuda"])
+        assert result.exit_code == 0, result.output
+        assert len(list(read_records(tmp_path / "tr.jsonl"))) == 5
+    # a refused device leaves Argos' settings as they were
+    from argostranslate import settings
+
+    assert settings.device == "cpu" and os.environ.get("ARGOS_DEVICE_TYPE", "cpu") == "cpu"
