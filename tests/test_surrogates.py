@@ -170,3 +170,20 @@ def test_surrogate_keeps_the_sex_of_the_source_given_name():
         for rec in kept:
             given = rec.text[rec.spans[0].start : rec.spans[0].end].split()[0]
             assert all(part in expected for part in given.split("-")), given
+
+
+def test_punctuation_of_a_surrogate_stays_outside_its_span():
+    """en phones like '(555) 201-3344': written whole, the span starts after the parenthesis."""
+    recs = [_placeholder_record(f"p{i}", "Tel. 600 111 222 hoy.", [("600 111 222", "PHONE")], target="en") for i in range(60)]
+    for r in recs:
+        r.lang = "en"
+    kept, report = surrogate_records(recs, "en", seed=0)
+    assert len(kept) == 60 and report["dropped"] == {}
+    parenthesised = 0
+    for rec in kept:
+        (span,) = rec.spans
+        assert not span_problems(rec)
+        if rec.text[span.start - 1] == "(":
+            parenthesised += 1
+            assert rec.text[span.start - 1 : span.end].startswith("(")
+    assert parenthesised > 0

@@ -23,7 +23,7 @@ import yaml
 
 from .. import PROJECT_ROOT
 from ..placeholders import _write_json, find_placeholders
-from ..records import Record, RecordError, Span, read_records, span_problems, write_records
+from ..records import Record, RecordError, Span, read_records, span_problems, trim_span, write_records
 from . import contacts, dates, ids
 from .casing import CasingSampler, apply_casing, parse_casing
 from .names import NameGenerator, Person
@@ -184,7 +184,10 @@ class Generator:
             gap = record.text[cursor : span.start]
             pieces.append(gap)
             length += len(gap)
-            new_spans.append(Span(length, length + len(surface), span.label, {"entity": terms[term].get("entity"), **attrs}))
+            # Spans never start or end with punctuation (project rule): a surrogate such as
+            # "(555) 201-3344" is written whole, its span starts after the parenthesis.
+            lead, tail = trim_span(surface, 0, len(surface))
+            new_spans.append(Span(length + lead, length + tail, span.label, {"entity": terms[term].get("entity"), **attrs}))
             pieces.append(surface)
             length += len(surface)
             cursor = span.end
@@ -195,11 +198,12 @@ class Generator:
         meta["surrogates"] = {"seed": self.seed, "target": self.target, "one_casing_per_record": self.one_casing_per_record}
         out = Record(record.id, record.lang or self.target, text, new_spans, meta)
         # Verify before keeping: each span is exactly the surrogate written there, boundaries are clean.
-        for span, (start_piece) in zip(new_spans, spans):
-            term = start_piece.attrs["placeholder"]
-            expected = values[term][0]
+        for span, source_span in zip(new_spans, spans):
+            term = source_span.attrs["placeholder"]
+            surface = values[term][0]
+            lead, tail = trim_span(surface, 0, len(surface))
             got = text[span.start : span.end]
-            if got.casefold() != expected.casefold():
+            if got.casefold() != surface[lead:tail].casefold():
                 raise SurrogateError("span_mismatch", f"{where}: record {record.id!r}: span [{span.start},{span.end}) does not hold its surrogate")
         problems_list = span_problems(out)
         if problems_list:
