@@ -187,3 +187,25 @@ def test_punctuation_of_a_surrogate_stays_outside_its_span():
             parenthesised += 1
             assert rec.text[span.start - 1 : span.end].startswith("(")
     assert parenthesised > 0
+
+
+@pytest.mark.parametrize("target", ["es", "fr", "en", "de"])
+def test_every_label_in_every_locale_gives_clean_spans(target):
+    text = ("Ana Ruiz Gil (Ruiz), 54 años, nacida el 3 de mayo de 1970 y vista el 04/05/2021, tel. +34 600 111 222 "
+            "o 600 111 222, en Calle Mayor 5, 28013 Sevilla, Hospital San Juan, enfermera, ana@ejemplo.es, "
+            "www.ejemplo.es, 10.0.0.1, DNI 12345678Z, NASS 28/1234567/12, colegiado 28 12345, NHC 445566.")
+    items = [("Ana Ruiz Gil", "PERSON"), ("Ruiz", "PERSON"), ("54 años", "AGE"), ("3 de mayo de 1970", "DATE"),
+             ("04/05/2021", "DATE"), ("+34 600 111 222", "PHONE"), ("600 111 222", "PHONE"), ("Calle Mayor 5", "ADDRESS"),
+             ("28013", "LOCATION"), ("Sevilla", "LOCATION"), ("Hospital San Juan", "ORGANIZATION"), ("enfermera", "PROFESSION"),
+             ("ana@ejemplo.es", "EMAIL"), ("www.ejemplo.es", "URL"), ("10.0.0.1", "IP"), ("12345678Z", "ID", {"kind": "dni"}),
+             ("28/1234567/12", "ID", {"kind": "nass"}), ("28 12345", "ID", {"kind": "colegiado"}), ("445566", "ID", {"kind": "nhc"})]
+    recs = [_placeholder_record(f"{target}{i}", text, items, target=target) for i in range(150)]
+    kept, report = surrogate_records(recs, target, seed=11)
+    assert report["dropped"] == {} and len(kept) == 150
+    for rec in kept:
+        assert not span_problems(rec)
+        assert len(rec.spans) == len(items)
+        for span in rec.spans:
+            if span.attrs.get("validated"):
+                assert VALIDATORS[span.attrs["id_kind"]](rec.text[span.start : span.end])
+    assert report["id_validated"]  # every locale has check-digit identifiers

@@ -13,7 +13,7 @@ import random
 import string
 from typing import Any, Callable
 
-from ..runtime.validators import VALIDATORS, luhn_check_digit, luhn_valid
+from ..runtime.validators import VALIDATORS, luhn_check_digit
 
 _DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
 
@@ -105,10 +105,17 @@ def us_ssn(rng: random.Random, spec: dict[str, Any]) -> str:
     return f"{area:03d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
 
 
-def npi(rng: random.Random, spec: dict[str, Any]) -> str:
+def us_npi(rng: random.Random, spec: dict[str, Any]) -> str:
     """US National Provider Identifier: 10 digits, Luhn over the '80840' prefix + 9 digits."""
     payload = rng.choice("12") + _digits(rng, 8)
     return payload + luhn_check_digit("80840" + payload)
+
+
+def de_lanr(rng: random.Random, spec: dict[str, Any]) -> str:
+    """Lebenslange Arztnummer: 6 digits, check digit (weights 4,9,...), 2-digit specialty code."""
+    six = _digits(rng, 6, first_nonzero=True)
+    check = (10 - sum(int(d) * w for d, w in zip(six, (4, 9, 4, 9, 4, 9))) % 10) % 10
+    return f"{six}{check}{rng.choice(['01', '03', '23', '34', '50', '60'])}"
 
 
 def gb_nhs(rng: random.Random, spec: dict[str, Any]) -> str:
@@ -165,15 +172,13 @@ def pattern(rng: random.Random, spec: dict[str, Any]) -> str:
 GENERATORS: dict[str, Callable[[random.Random, dict[str, Any]], str]] = {
     "fr_nir": fr_nir, "fr_rpps": fr_rpps, "fr_adeli": fr_adeli, "fr_finess": fr_finess,
     "fr_siren": fr_siren, "fr_siret": fr_siret, "es_dni": es_dni, "es_nie": es_nie, "es_nass": es_nass,
-    "us_ssn": us_ssn, "npi": npi, "gb_nhs": gb_nhs, "de_kvnr": de_kvnr, "de_idnr": de_idnr,
+    "us_ssn": us_ssn, "us_npi": us_npi, "gb_nhs": gb_nhs, "de_kvnr": de_kvnr, "de_idnr": de_idnr, "de_lanr": de_lanr,
     "iban": iban, "pattern": pattern,
 }
 
 
 def validator_for(kind: str) -> Callable[[str], bool] | None:
-    """The validator that must accept a generated `kind` (None for plain record numbers)."""
-    if kind == "npi":
-        return lambda value: luhn_valid("80840" + value)
+    """The validator of the regex packs that must accept a generated `kind` (None: plain numbers)."""
     if kind == "pattern":
         return None
     return VALIDATORS.get(kind)
