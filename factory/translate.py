@@ -59,19 +59,43 @@ def no_network(allow: bool = False) -> Iterator[None]:
     if allow:
         yield
         return
-    saved = (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection)
-
-    def refuse(*_args, **_kwargs):
-        raise NetworkBlocked("network access is disabled in the translate stage (deid_factory)")
-
-    socket.socket.connect = refuse  # type: ignore[method-assign]
-    socket.socket.connect_ex = refuse  # type: ignore[method-assign]
-    socket.getaddrinfo = refuse  # type: ignore[assignment]
-    socket.create_connection = refuse  # type: ignore[assignment]
+    saved = _socket_functions()
+    _GUARDS.append(saved)
+    _set_socket_functions((_refuse, _refuse, _refuse, _refuse))
     try:
         yield
     finally:
-        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection = saved  # type: ignore[method-assign]
+        _GUARDS.pop()
+        _set_socket_functions(saved)
+
+
+_GUARDS: list[tuple] = []  # socket functions active before each guard (innermost last)
+
+
+def _refuse(*_args, **_kwargs):
+    raise NetworkBlocked("network access is disabled in the translate stage (deid_factory)")
+
+
+def _socket_functions() -> tuple:
+    return (socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection)
+
+
+def _set_socket_functions(funcs: tuple) -> None:
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo, socket.create_connection = funcs  # type: ignore[method-assign]
+
+
+@contextmanager
+def network_allowed() -> Iterator[None]:
+    """Lift the innermost guard for an explicitly requested download (--download), then restore it."""
+    if not _GUARDS:
+        yield
+        return
+    current = _socket_functions()
+    _set_socket_functions(_GUARDS[-1])
+    try:
+        yield
+    finally:
+        _set_socket_functions(current)
 
 
 # ----------------------------------------------------------------------------- Argos set-up
@@ -209,6 +233,33 @@ def install_packages(packages_dir: str | Path | None) -> list[str]:
     return installed
 
 
+def download_route(source: str, target: str, pivot: str) -> list[str]:
+    """Only when asked (--download): fetch the Argos index and install the direct package, or the
+    two pivot packages. This is the one place that opens a connection; no text is ever sent."""
+    package, _ = _import_argos()
+    from argostranslate import settings
+
+    with network_allowed():
+        package.update_package_index()  # logs and returns on failure
+    if not Path(settings.local_package_index).exists():
+        raise RouteMissing(f"--download: could not fetch the Argos package index ({settings.remote_package_index}); is this machine online?")
+    available = {(p.from_code, p.to_code): p for p in package.get_available_packages()}
+    wanted = [(source, target)] if (source, target) in available else [(source, pivot), (pivot, target)]
+    installed = []
+    for pair in wanted:
+        if pair not in available:
+            raise RouteMissing(f"--download: the Argos index has no package translate-{pair[0]}_{pair[1]}")
+        try:
+            with network_allowed():
+                path = available[pair].download()
+        except Exception as err:
+            raise RouteMissing(f"--download: could not download translate-{pair[0]}_{pair[1]} ({type(err).__name__})") from None
+        package.install_from_path(path)
+        installed.append(f"{pair[0]}-{pair[1]}")
+    _clear_argos_caches()
+    return installed
+
+
 def pivot_of(target: str) -> str:
     path = PROJECT_ROOT / "languages" / target / "locale.yml"
     if path.exists():
@@ -226,7 +277,8 @@ def missing_route_message(source: str, target: str, pivot: str, pairs: set[tuple
         f"{' + '.join(missing) or f'translate-{source}_{pivot} + translate-{pivot}_{target}'}{where}. "
         f"Put the .argosmodel files in a folder and pass --packages-dir FOLDER "
         f"(`spacy project assets languages/{target}` fetches them on a machine that is online, "
-        f"or `argospm install translate-{source}_{pivot}`); this command never downloads anything itself."
+        f"or `argospm install translate-{source}_{pivot}`, or pass --download on a machine that is online); "
+        f"without --download this command never downloads anything."
     )
 
 
@@ -249,6 +301,7 @@ class ArgosRoute:
         pivot: str | None = None,
         install: bool = True,
         intra_threads: int | None = None,
+        download: bool = False,
     ) -> "ArgosRoute":
         if device == "cuda":  # checked before any setting changes, so a failed call leaves Argos as it was
             import ctranslate2
@@ -261,6 +314,10 @@ class ArgosRoute:
             install_packages(packages_dir)
         pairs = {(p.from_code, p.to_code) for p in package.get_installed_packages() if getattr(p, "type", "translate") == "translate"}
         pivot = pivot or pivot_of(target)
+        direct_or_pivot = (source, target) in pairs or {(source, pivot), (pivot, target)} <= pairs
+        if not direct_or_pivot and download:
+            download_route(source, target, pivot)
+            pairs = {(p.from_code, p.to_code) for p in package.get_installed_packages() if getattr(p, "type", "translate") == "translate"}
         if (source, target) in pairs:
             route = [source, target]
         elif (source, pivot) in pairs and (pivot, target) in pairs:
@@ -475,8 +532,11 @@ def translate_file(
     progress: bool = True,
     allow_network: bool = False,
     limit: int | None = None,
+    download: bool = False,
 ) -> dict[str, Any]:
-    """Translate (or pass through) every record of in_path into out_path, resuming if out_path exists."""
+    """Translate (or pass through) every record of in_path into out_path, resuming if out_path exists.
+
+    download: only then, when no route is installed, fetch the packages from the Argos index."""
     in_path, out_path = Path(in_path), Path(out_path)
     if not in_path.exists():
         raise FileNotFoundError(f"records file not found: {in_path}")
@@ -506,7 +566,8 @@ def translate_file(
             report["translation"] = "skipped (source == target)"
         else:
             intra = 1 if workers > 1 else None  # workers share the cores; one thread each avoids oversubscription
-            argos = ArgosRoute.open(source, target, packages_dir, argos_dir, device, beam_size, pivot, install=True, intra_threads=intra)
+            argos = ArgosRoute.open(source, target, packages_dir, argos_dir, device, beam_size, pivot, install=True,
+                                    intra_threads=intra, download=download)
             route = argos.route
             report["route"] = route
             _run_workers(todo, out_path, argos, target, workers, progress, {
@@ -601,6 +662,7 @@ def translate_command(
     progress: bool = True,
     allow_network: bool = False,
     limit: int | None = None,
+    download: bool = False,
 ) -> None:
     """Translate placeholder records offline with Argos (direct route or pivot), resumable."""
     import typer
@@ -608,7 +670,7 @@ def translate_command(
     try:
         result = translate_file(
             in_path, out_path, source, target, packages_dir, workers, device, report, argos_dir, beam_size, pivot,
-            progress, allow_network, limit,
+            progress, allow_network, limit, download,
         )
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)

@@ -388,3 +388,20 @@ def test_device_option(argos_home, argos_packages, translate_source, tmp_path):
     from argostranslate import settings
 
     assert settings.device == "cpu" and os.environ.get("ARGOS_DEVICE_TYPE", "cpu") == "cpu"
+
+
+def test_download_only_when_asked(argos_home, argos_packages, translate_source, tmp_path, translate_no_network):
+    """Without --download nothing is fetched; with it, on a machine without network, a clear error."""
+    ph = _placeholders(translate_source, tmp_path)
+    empty = tmp_path / "pk"
+    empty.mkdir()
+    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+            "--packages-dir", str(empty), "--argos-dir", str(tmp_path / "argos")]
+    result = CliRunner().invoke(app, base)
+    assert result.exit_code == 1 and translate_no_network == []
+    result = CliRunner().invoke(app, [*base, "--download"])
+    assert result.exit_code == 1 and "could not fetch the Argos package index" in result.output
+    assert translate_no_network  # it did try, because it was asked to
+    import socket
+
+    assert socket.socket.connect.__name__ == "refuse"  # the fixture's block is back in place
