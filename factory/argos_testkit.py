@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import typer
+
 log = logging.getLogger(__name__)
 
 LANGUAGE_NAMES = {
@@ -288,15 +290,14 @@ def build_packages(
 
 
 def argos_testkit_command(
-    out_dir: Path,
-    pairs: str = "es-en,en-fr",
-    lossy: str = "",
-    lossy_from_position: int = 0,
-    sentences_file: Path | None = None,
-    max_positions: int = 320,
+    out_dir: Path = typer.Argument(..., help="Folder for the .argosmodel files"),
+    pairs: str = typer.Option("es-en,en-fr", help="Language pairs, e.g. es-en,en-fr"),
+    lossy: str = typer.Option("", help="Comma-separated words the packages drop (to test repair and drops)"),
+    lossy_from_position: int = typer.Option(0, help="Drop the lossy words only from this token position on"),
+    sentences_file: Path | None = typer.Option(None, help="Text (one sentence a line) to train the tokenizer on"),
+    max_positions: int = typer.Option(320, help="Longest sentence (in tokens) the copy model can copy"),
 ) -> None:
     """Build copy-model .argosmodel packages (offline test stand-ins for Argos Translate packages)."""
-    import typer
 
     try:
         pair_list = parse_pairs(pairs)

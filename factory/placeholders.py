@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import srsly
+import typer
 import yaml
 
 from . import PROJECT_ROOT
@@ -418,14 +419,13 @@ def _write_json(path: str | Path, data: Any) -> None:
 
 
 def placeholder_command(
-    in_path: Path,
-    out_path: Path,
-    target: str = "fr",
-    report: Path | None = None,
-    inventory: Path | None = None,
+    in_path: Path = typer.Argument(..., help="Validated source records (JSONL)"),
+    out_path: Path = typer.Argument(..., help="Records with placeholders (JSONL, written atomically)"),
+    target: str = typer.Option("fr", help="Target language: its inventory languages/<target>/placeholders.yml is used"),
+    report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
+    inventory: Path | None = typer.Option(None, help="Another placeholder inventory file"),
 ) -> None:
     """Replace every PHI entity by a persistent placeholder term (same entity -> same term)."""
-    import typer
 
     try:
         result = placeholder_file(in_path, out_path, target, inventory, report)
@@ -519,16 +519,15 @@ def calibrate(
 
 
 def calibrate_command(
-    source: str = "es",
-    target: str = "fr",
-    out: Path | None = None,
-    packages_dir: Path | None = None,
-    min_survival: float = 1.0,
-    argos_dir: Path | None = None,
-    beam_size: int | None = None,
+    source: str = typer.Option("es", help="Source language (its calibration_sentences are used)"),
+    target: str = typer.Option("fr", help="Target language"),
+    out: Path | None = typer.Option(None, help="Inventory to write (default languages/<target>/placeholders.yml)"),
+    packages_dir: Path | None = typer.Option(None, help="Folder of .argosmodel files to install first"),
+    min_survival: float = typer.Option(1.0, help="Keep terms that came back unchanged in at least this share of sentences"),
+    argos_dir: Path | None = typer.Option(None, help="Where Argos installs packages (ARGOS_PACKAGES_DIR)"),
+    beam_size: int | None = typer.Option(None, help="Beam size (ARGOS_BEAM_SIZE)"),
 ) -> None:
     """Measure which placeholder candidates survive the installed Argos route and write the inventory."""
-    import typer
 
     out = out or inventory_path(target)
     try:

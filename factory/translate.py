@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import srsly
+import typer
 import yaml
 
 from . import PROJECT_ROOT
@@ -648,24 +649,23 @@ def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
 
 
 def translate_command(
-    in_path: Path,
-    out_path: Path,
-    source: str = "es",
-    target: str = "fr",
-    packages_dir: Path | None = None,
-    workers: int = 1,
-    device: str = "cpu",
-    report: Path | None = None,
-    argos_dir: Path | None = None,
-    beam_size: int | None = None,
-    pivot: str | None = None,
-    progress: bool = True,
-    allow_network: bool = False,
-    limit: int | None = None,
-    download: bool = False,
+    in_path: Path = typer.Argument(..., help="Placeholder records (JSONL) from `factory placeholder`"),
+    out_path: Path = typer.Argument(..., help="Translated records (JSONL); an existing file is resumed"),
+    source: str = typer.Option("es", help="Source language of the records"),
+    target: str = typer.Option("fr", help="Target language (equal to --source: pass-through, no Argos)"),
+    packages_dir: Path | None = typer.Option(None, help="Folder of .argosmodel files to install first"),
+    workers: int = typer.Option(1, help="Translation worker processes"),
+    device: str = typer.Option("cpu", help="cpu or cuda (ARGOS_DEVICE_TYPE)"),
+    report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
+    argos_dir: Path | None = typer.Option(None, help="Where Argos installs packages (ARGOS_PACKAGES_DIR)"),
+    beam_size: int | None = typer.Option(None, help="Beam size (ARGOS_BEAM_SIZE; Argos default 4)"),
+    pivot: str | None = typer.Option(None, help="Pivot language (default: pivot_lang of languages/<target>/locale.yml)"),
+    progress: bool = typer.Option(True, help="Show a progress bar (records/s)"),
+    allow_network: bool = typer.Option(False, help="Lift the socket guard (not needed, not recommended)"),
+    limit: int | None = typer.Option(None, help="Translate at most N more records, then stop (resume later)"),
+    download: bool = typer.Option(False, help="If no route is installed, download it from the Argos index"),
 ) -> None:
     """Translate placeholder records offline with Argos (direct route or pivot), resumable."""
-    import typer
 
     try:
         result = translate_file(

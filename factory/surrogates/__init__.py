@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+import typer
 import yaml
 
 from .. import PROJECT_ROOT
@@ -284,17 +285,16 @@ def surrogate_file(
 
 
 def surrogate_command(
-    in_path: Path,
-    out_dir: Path,
-    target: str = "fr",
-    seed: int = 0,
-    casing: str = "",
-    one_casing_per_record: bool = False,
-    unique_names: bool = True,
-    splits: str = "",
+    in_path: Path = typer.Argument(..., help="Translated records (JSONL) from `factory translate`"),
+    out_dir: Path = typer.Argument(..., help="Output folder: records.jsonl, train/dev/test.spacy, report.json"),
+    target: str = typer.Option("fr", help="Target language (languages/<target>/surrogates.yml)"),
+    seed: int = typer.Option(0, help="Random seed (same seed, same output)"),
+    casing: str = typer.Option("", help="PERSON casing shares, e.g. title=0.65,upper=0.33,lower=0.02"),
+    one_casing_per_record: bool = typer.Option(False, help="One casing for all names of a record"),
+    unique_names: bool = typer.Option(True, help="Never reuse a full name in the corpus (zero-shot test set)"),
+    splits: str = typer.Option("", help="train/dev/test shares, e.g. 0.8,0.1,0.1 (split by record)"),
 ) -> None:
     """Insert target-locale surrogates and write records.jsonl + train/dev/test DocBins + report.json."""
-    import typer
 
     try:
         report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names, splits or None)
