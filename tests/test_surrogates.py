@@ -209,3 +209,32 @@ def test_every_label_in_every_locale_gives_clean_spans(target):
             if span.attrs.get("validated"):
                 assert VALIDATORS[span.attrs["id_kind"]](rec.text[span.start : span.end])
     assert report["id_validated"]  # every locale has check-digit identifiers
+
+
+def test_dates_of_a_record_are_coherent():
+    import datetime as dt
+
+    text = "Nacido el 01/02/1950. Ingresa el 03/04/2020 y sale el 10/04/2020."
+    items = [("01/02/1950", "DATE", {"kind": "birth"}), ("03/04/2020", "DATE"), ("10/04/2020", "DATE")]
+    recs = [_placeholder_record(f"d{i}", text, items) for i in range(100)]
+    kept, _ = surrogate_records(recs, "fr", seed=3)
+    checked = 0
+    for rec in kept:
+        parsed = []
+        for span in rec.spans:
+            value = rec.text[span.start : span.end]
+            m = re.fullmatch(r"(\d{1,2})[/.](\d{1,2})[/.](\d{2,4})|(\d{4})-(\d{2})-(\d{2})", value)
+            assert m, value
+            if m.group(4):
+                parsed.append(dt.date(int(m.group(4)), int(m.group(5)), int(m.group(6))))
+            elif len(m.group(3)) == 4:
+                parsed.append(dt.date(int(m.group(3)), int(m.group(2)), int(m.group(1))))
+            else:
+                parsed.append(None)  # a two-digit year is ambiguous by nature
+        if None in parsed:
+            continue
+        checked += 1
+        birth, stay_in, stay_out = parsed
+        assert (stay_in - birth).days > 17 * 365
+        assert abs((stay_out - stay_in).days) <= 61
+    assert checked > 40

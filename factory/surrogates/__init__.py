@@ -105,7 +105,8 @@ class Generator:
         if label == "PERSON":
             raise AssertionError("persons are drawn by person_value")
         if label == "DATE":
-            return dates.date_surrogate(rng, cfg["date"], shape), {}
+            kind = str((entry.get("attrs") or {}).get("kind", "")) or None
+            return dates.date_surrogate(rng, cfg["date"], shape, self._anchor, kind), {}
         if label == "AGE":
             return dates.age_surrogate(rng, cfg["age"], shape), {}
         if label == "PHONE":
@@ -156,6 +157,8 @@ class Generator:
         if problems:
             raise SurrogateError("placeholder_" + sorted(problems.values())[0], f"{where}: record {record.id!r}: {len(problems)} placeholder(s) not found intact")
         self.sampler.new_record()
+        # One anchor date per record (its stay), so the dates of a record stay coherent.
+        self._anchor = dates.random_date(self.rng, tuple(self.cfg["date"].get("years", (1995, 2024))))
         persons: dict[str, Person] = {}
         values: dict[str, tuple[str, dict[str, Any]]] = {}
         # Full names first, so a linked partial mention ("García") reuses its person's surname.
