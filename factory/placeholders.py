@@ -294,9 +294,19 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
             entry["part"] = ent["part"]
         mapping[ent["term"]] = entry
     meta = dict(record.meta)
-    meta["placeholders"] = {"source_lang": record.lang, "inventory": str(inventory.path or ""), "terms": mapping}
+    meta["placeholders"] = {"source_lang": record.lang, "inventory": _display_path(inventory.path), "terms": mapping}
     meta["placeholder_text"] = new_text
     return Record(record.id, record.lang, new_text, new_spans, meta)
+
+
+def _display_path(path: Path | None) -> str:
+    """Project files are recorded relative to the project root (records stay portable)."""
+    if path is None:
+        return ""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except ValueError:
+        return str(path)
 
 
 # ----------------------------------------------------------------------------- recovery

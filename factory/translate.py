@@ -458,6 +458,18 @@ def input_digest(record: Record) -> str:
     return hashlib.sha1(srsly.json_dumps(record.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
+def _calibrated_route(records: list[Record]) -> list[str] | None:
+    """The route the records' placeholder inventory was calibrated on (None: not calibrated)."""
+    for rec in records[:1]:
+        name = ((rec.meta.get("placeholders") or {}).get("inventory")) or ""
+        path = Path(name) if Path(name).is_absolute() else PROJECT_ROOT / name
+        if name and path.is_file():
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            route = (raw.get("calibration") or {}).get("route")
+            return [str(x) for x in route] if route else None
+    return None
+
+
 def _dropped_path(out_path: Path) -> Path:
     return out_path.with_name(out_path.name + ".dropped.jsonl")
 
@@ -571,6 +583,12 @@ def translate_file(
                                     intra_threads=intra, download=download)
             route = argos.route
             report["route"] = route
+            calibrated = _calibrated_route(records)
+            if calibrated is not None:
+                report["inventory_calibrated_route"] = calibrated
+                if calibrated != route:
+                    log.warning("placeholder inventory was calibrated for %s, this run uses %s: run `factory calibrate`",
+                                " -> ".join(calibrated), " -> ".join(route))
             _run_workers(todo, out_path, argos, target, workers, progress, {
                 "source": source, "target": target, "argos_dir": argos_dir, "device": device, "beam_size": beam_size,
                 "pivot": pivot, "allow_network": allow_network, "intra_threads": intra,

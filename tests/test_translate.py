@@ -405,3 +405,19 @@ def test_download_only_when_asked(argos_home, argos_packages, translate_source, 
     import socket
 
     assert socket.socket.connect.__name__ == "refuse"  # the fixture's block is back in place
+
+
+def test_report_names_the_route_the_inventory_was_calibrated_for(argos_home, argos_packages, translate_source, tmp_path):
+    import yaml
+
+    from deid_factory.placeholders import inventory_path
+
+    raw = yaml.safe_load(inventory_path("fr").read_text())
+    raw["calibration"] = {"route": ["es", "fr"]}
+    raw["terms"] = {k: [{"term": t, "survival": 1.0} for t in v] for k, v in raw["candidates"].items()}
+    inv = tmp_path / "placeholders.yml"
+    inv.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    ph = tmp_path / "ph.jsonl"
+    placeholder_file(translate_source, ph, "fr", inventory_file=inv)
+    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    assert report["route"] == ["es", "en", "fr"] and report["inventory_calibrated_route"] == ["es", "fr"]
