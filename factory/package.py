@@ -101,6 +101,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
 
     from .runtime import merger, pack_component  # noqa: F401  (register the factories)
     from .runtime.regex_pack import RegexPack
+    from .runtime.tokenization import customize_tokenizer
 
     pack_dir = Path(pack_dir) if pack_dir else default_pack_dir(lang)
     if not (pack_dir / "pack.yml").exists():
@@ -113,6 +114,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         nlp = spacy.blank(lang)
     if nlp.lang != lang:
         log.warning("model language %s differs from %s", nlp.lang, lang)
+    customize_tokenizer(nlp)  # PHI token boundaries, as in the training DocBins; saved with the tokenizer
     for name in ("deid_regex_pack", "deid_merger"):
         if name in nlp.pipe_names:
             nlp.remove_pipe(name)

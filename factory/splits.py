@@ -100,9 +100,12 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
     import spacy
     from spacy.tokens import DocBin
 
+    from .runtime.tokenization import customize_tokenizer
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    nlp = spacy.blank(spacy_lang)
+    # the same tokenizer rules as the assembled deid_<lang>: training sees the runtime's tokens
+    nlp = customize_tokenizer(spacy.blank(spacy_lang))
     docs: dict[str, Any] = {}
     misaligned: list[str] = []
     retokenized = 0

@@ -36,11 +36,12 @@ def test_ratios_and_assignment():
 
 def test_docbins_equal_jsonl_spans(tmp_path):
     recs = _records(50)
-    glued = Record("glued", "fr", "Patient NHC:045093227 vu le 12/03/2020.", [Span(12, 21, "ID"), Span(28, 38, "DATE")], {})
+    # the PHI tokenizer rules already split "NHC:045093227"; "IPP045093227" still needs a cut
+    glued = Record("glued", "fr", "Patient IPP045093227 vu le 12/03/2020.", [Span(11, 20, "ID"), Span(27, 37, "DATE")], {})
     overlap = Record("overlap", "fr", "Patient Jean Dupont vu.", [Span(8, 19, "PERSON"), Span(13, 19, "PERSON")], {})
     report, final = write_splits(recs + [glued, overlap], tmp_path, "fr", parse_ratios(None), seed=0)
     assert report["misaligned_ids"] == ["overlap"]
-    assert report["retokenized_records"] == 1  # 'NHC:045093227' is cut after the colon
+    assert report["retokenized_records"] == 1  # 'IPP045093227' is cut after the label
     assert sum(report["counts"].values()) == 51
     by_text = {r.text: sorted((s.start, s.end, s.label) for s in r.spans) for r in final}
     loaded = 0

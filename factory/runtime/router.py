@@ -56,7 +56,9 @@ class UnionPacks:
 
         self.packs = list(packs)
         self.labels = set(labels)
-        self.nlp = spacy.blank(lang)  # multilingual tokenizer
+        from .tokenization import customize_tokenizer
+
+        self.nlp = customize_tokenizer(spacy.blank(lang))  # multilingual tokenizer
         self.lang = lang
 
     def _annotate(self, doc):
