@@ -16,6 +16,9 @@ from .runtime.regex_pack import Pattern, RegexPack
 PACKS_DIR = PROJECT_ROOT / "regex_packs"
 LANGUAGES_DIR = PROJECT_ROOT / "languages"
 NEW_LOCALE_TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
+# Per-concern settings a new locale starts from, copied from a complete locale with a note on top:
+# they hold word lists and formats of that language that the new locale must translate.
+STARTER_CONCERNS = ("silver.yml", "placeholders.yml", "surrogates.yml")
 
 
 def load_pack(locale: str, packs_dir: Path = PACKS_DIR) -> RegexPack:
@@ -63,8 +66,11 @@ def run_pack_cases(pack: RegexPack) -> list[CaseResult]:
 
 
 def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | None = None,
-                    surnames: int = 1, calling_code: str = "1", root: Path = PROJECT_ROOT) -> list[Path]:
-    """Create languages/<lang>/locale.yml and regex_packs/<lang>/{pack,context}.yml from the starter templates.
+                    surnames: int = 1, calling_code: str = "1", root: Path = PROJECT_ROOT,
+                    start_from: str = "en") -> list[Path]:
+    """Create a new locale: languages/<lang>/locale.yml, regex_packs/<lang>/{pack,context}.yml from the
+    starter templates, the per-concern settings (silver filters, placeholders, surrogates) copied from
+    the `start_from` locale when it exists under `root`, and the rendered spaCy project.
 
     Refuses to overwrite an existing locale. Returns the files written.
     """
@@ -86,6 +92,17 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written.append(target)
+    for concern in STARTER_CONCERNS:
+        source = root / "languages" / start_from / concern
+        if source.exists():
+            target = root / "languages" / lang / concern
+            note = (f"# Copied from languages/{start_from}/{concern} by `factory new-locale {lang}`: translate the\n"
+                    f"# word lists and formats below into {name} before building deid_{lang}.\n")
+            target.write_text(note + source.read_text(encoding="utf-8"), encoding="utf-8")
+            written.append(target)
+    from .render import render_all
+
+    written += render_all([lang], languages_dir=root / "languages")
     return written
 
 
@@ -125,9 +142,10 @@ def new_locale_command(
     spacy_lang: str = typer.Option(None, help="spaCy language code (default: the locale code)"),
     surnames: int = typer.Option(1, help="Surnames per person name in this locale"),
     calling_code: str = typer.Option("1", help="International calling code, used in the starter phone case"),
+    start_from: str = typer.Option("en", help="Locale whose silver/placeholder/surrogate settings are copied as a start"),
 ) -> None:
     """Scaffold a new locale: languages/<lang>/locale.yml and a starter regex pack with its test cases."""
-    for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code):
+    for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from):
         typer.echo(f"wrote {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
     typer.echo(f"next: add national patterns with cases, then `factory pack-test {lang}` "
                f"and `pytest tests/test_regex_packs.py -k {lang}`")

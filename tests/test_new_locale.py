@@ -14,7 +14,7 @@ import yaml
 
 def test_scaffold_writes_a_working_starter_pack(tmp_path):
     written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path)
-    assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml"}
+    assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml", "project.yml", "config.cfg"}
     settings = yaml.safe_load((tmp_path / "languages" / "it" / "locale.yml").read_text())
     assert settings["lang"] == "it" and settings["faker_locale"] == "it_IT" and settings["regex_pack"] == "it"
     pack = RegexPack.from_dir(tmp_path / "regex_packs" / "it")
@@ -47,3 +47,17 @@ def test_pack_test_command_reports_failures(tmp_path):
     bad = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(tmp_path / "regex_packs")])
     assert bad.exit_code == 1
     assert "pattern 'email', case 0" in bad.output
+
+
+def test_scaffold_copies_concerns_and_renders_the_project(tmp_path):
+    english = tmp_path / "languages" / "en"
+    english.mkdir(parents=True)
+    (english / "silver.yml").write_text("street_suffixes: [street]\n", encoding="utf-8")
+    written = scaffold_locale("it", "Italian", "it_IT", root=tmp_path)
+    silver = tmp_path / "languages" / "it" / "silver.yml"
+    assert silver in written
+    assert "translate the" in silver.read_text() and "street_suffixes: [street]" in silver.read_text()
+    project = yaml.safe_load((tmp_path / "languages" / "it" / "project.yml").read_text())
+    assert project["vars"]["lang"] == "it"
+    assert "build" in project["workflows"]
+    assert (tmp_path / "languages" / "it" / "configs" / "config.cfg").exists()
