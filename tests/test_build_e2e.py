@@ -70,7 +70,7 @@ def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
 def test_small_fr_build_through_the_pivot(tmp_path):
     project = _copy_project("fr", tmp_path)
     argos = project / "assets" / "argos"
-    subprocess.run(["factory", "argos-testkit", str(argos), "--pairs", "es-en,en-fr"], check=True,
+    subprocess.run([sys.executable, "-m", "deid_factory", "argos-testkit", str(argos), "--pairs", "es-en,en-fr"], check=True,
                    capture_output=True, timeout=600)
     assert len(list(argos.glob("*.argosmodel"))) == 2
     site = tmp_path / "site"
