@@ -70,3 +70,27 @@ def test_factory_in_a_pipeline_with_the_regex_pack():
     labels = {e.label_ for e in doc.ents}
     assert {"EMAIL", "ID"} <= labels
     assert all(e._.deid_source == "regex" for e in doc.ents)
+
+
+def test_check_digits_not_score_decide_what_beats_the_ner():
+    """With the pack in the pipeline, a DNI whose letter is right beats an NER name on the same
+    tokens; a labelled number whose check fails (a generic ID) does not beat an NER organisation."""
+    from deid_factory.package import default_pack_dir
+    from deid_factory.runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank("es")
+
+    @spacy.Language.component("fake_ner_over_ids")
+    def fake_ner(doc):
+        doc.ents = [Span(doc, i, i + 1, label="PERSON" if t.text == "12345678Z" else "ORGANIZATION")
+                    for i, t in enumerate(doc) if t.text in ("12345678Z", "12345678A")]
+        return doc
+
+    nlp.add_pipe("fake_ner_over_ids")
+    comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
+    comp.pack = RegexPack.from_dir(default_pack_dir("es"))
+    nlp.add_pipe("deid_merger")
+    doc = nlp("DNI: 12345678Z y DNI: 12345678A hoy")
+    final = {e.text: (e.label_, e._.deid_validated) for e in doc.ents}
+    assert final["12345678Z"] == ("ID", True)
+    assert final["12345678A"] == ("ORGANIZATION", False)

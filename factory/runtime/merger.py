@@ -117,7 +117,9 @@ class DeidMerger:
         for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
             if s.label_ not in CANONICAL_LABELS:
                 continue
-            validated = bool(s._.deid_validated) or (s._.deid_score is not None and s._.deid_score >= 0.95)
+            # the pack says whether check digits passed; spans from elsewhere fall back to a high score
+            validated = (bool(s._.deid_validated) if s._.deid_validated is not None
+                         else s._.deid_score is not None and s._.deid_score >= 0.95)
             candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
                                          validated, s._.deid_kind or ""))
         final = []

@@ -1,7 +1,8 @@
 """spaCy component `deid_regex_pack`: applies a locale regex pack to a Doc.
 
 Matches go to `doc.spans[spans_key]` (default "deid_regex") with canonical labels; each span's
-`._.deid_kind` (which identifier/format), `._.deid_score` and `._.deid_source` ("regex") are set.
+`._.deid_kind` (which identifier/format), `._.deid_score`, `._.deid_validated` (check digits
+passed) and `._.deid_source` ("regex") are set.
 With `write_ents=True` (the default when used alone) matches also become `doc.ents` where they do
 not overlap entities already there. The pack's data files are saved with the pipeline (to_disk),
 so a packaged deid_<lang> carries its own pack.
@@ -20,7 +21,7 @@ from .regex_pack import RegexPack
 
 DEFAULT_SPANS_KEY = "deid_regex"
 
-for _name in ("deid_kind", "deid_score", "deid_source"):
+for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
     if not Span.has_extension(_name):
         Span.set_extension(_name, default=None)
 
@@ -48,6 +49,7 @@ class RegexPackComponent:
             span._.deid_kind = match.kind
             span._.deid_score = match.score
             span._.deid_source = "regex"
+            span._.deid_validated = match.validated  # check digits passed (the merger trusts these most)
             spans.append(span)
         doc.spans[self.spans_key] = spans
         if self.write_ents and spans:
