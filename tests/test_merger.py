@@ -94,3 +94,11 @@ def test_check_digits_not_score_decide_what_beats_the_ner():
     final = {e.text: (e.label_, e._.deid_validated) for e in doc.ents}
     assert final["12345678Z"] == ("ID", True)
     assert final["12345678A"] == ("ORGANIZATION", False)
+
+
+def test_ner_spans_are_cut_at_line_breaks():
+    #          0    1      2   3   4     5      6
+    doc = _doc("Ana Bujons Tur \nCalle Mayor 5", ner=[(0, 6, "PERSON")], regex=[])
+    assert [t.text for t in doc][3] == "\n"
+    merged = _merge(doc)
+    assert [(e.text, e.label_) for e in merged.ents] == [("Ana Bujons Tur", "PERSON"), ("Calle Mayor", "PERSON")]

@@ -15,6 +15,7 @@ Resolution (documented in docs/router.md):
        1 = regex match with a structured label (pattern only, no check digits),
        0 = anything else (e.g. NER guessing a structured label, regex guessing a name);
      ties go to the longer span, then the higher score.
+NER spans are first cut at line breaks (see split_at_line_breaks).
 Keeping the three views (NER alone, regex alone, merged) on every Doc lets the evaluation
 score each of them from one pass.
 """
@@ -96,6 +97,21 @@ def resolve(candidates: list[_Candidate], structured: set[str], ner_first: set[s
     return sorted(chosen, key=lambda c: c.start)
 
 
+def split_at_line_breaks(doc: Doc, start: int, end: int) -> list[tuple[int, int]]:
+    """The token ranges of [start, end) between line breaks. A PHI mention never runs across a line
+    break in a clinical note (header fields sit on their own lines), but the NER, trained on
+    synthetic notes, sometimes joins "name" and the next line's "street" into one span."""
+    parts, part_start = [], start
+    for i in range(start, end):
+        if doc[i].is_space and "\n" in doc[i].text:
+            if part_start < i:
+                parts.append((part_start, i))
+            part_start = i + 1
+    if part_start < end:
+        parts.append((part_start, end))
+    return parts
+
+
 class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
                  structured_labels: list[str], ner_first_labels: list[str]):
@@ -113,7 +129,8 @@ class DeidMerger:
         doc.spans[self.ner_key] = ner_spans
         candidates = []
         for e in ner_spans:
-            candidates.append(_Candidate(e.start, e.end, e.label_, "ner", 0.5, False, ""))
+            for start, end in split_at_line_breaks(doc, e.start, e.end):
+                candidates.append(_Candidate(start, end, e.label_, "ner", 0.5, False, ""))
         for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
             if s.label_ not in CANONICAL_LABELS:
                 continue
