@@ -29,6 +29,8 @@ from typing import Iterable, Sequence
 import srsly
 import typer
 
+from .records import write_text_atomic
+
 log = logging.getLogger(__name__)
 
 SpanT = tuple[int, int, str]
@@ -38,13 +40,6 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 class EvalError(RuntimeError):
     pass
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file + rename: a crash never leaves a half-written report."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _savefig(fig, path: Path) -> None:
@@ -212,9 +207,9 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
         if summary.exists():
             metrics["training"] = srsly.read_json(summary)
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(out_dir / "metrics.json", srsly.json_dumps(metrics, indent=2))
+    write_text_atomic(out_dir / "metrics.json", srsly.json_dumps(metrics, indent=2))
     plots = write_plots(metrics, curve, out_dir)
-    write_atomic(out_dir / "report.md", render_report(metrics, plots))
+    write_text_atomic(out_dir / "report.md", render_report(metrics, plots))
     return metrics
 
 

@@ -154,6 +154,21 @@ def write_records(path: str | Path, records: Iterable[Record]) -> int:
     return count
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write a text file atomically (temp file in the same folder + rename), creating its folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def append_record(handle, record: Record) -> None:
     """Append one record to an open file and flush it to disk, so a crash loses no finished record."""
     handle.write(srsly.json_dumps(record.to_dict()) + "\n")

@@ -30,6 +30,7 @@ from typing import Iterator
 import srsly
 import typer
 
+from .records import write_text_atomic
 from .runtime.redact import MODES, redact_text
 from .runtime.router import Router
 
@@ -43,14 +44,6 @@ class Source:
     id: str  # also the relative output name
     text: str
     origin: str  # file (and line) it came from, for messages
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def iter_sources(inputs: list[Path], problems: list[dict]) -> Iterator[Source]:
@@ -149,12 +142,12 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             redacted, _ = redact_text(src.text, spans, mode=mode, lang=lang, seed=seed, doc_id=src.id)
             name = _out_name(src.id)
             if output_format == "text":
-                _atomic_write(out / f"{name}.txt", redacted)
+                write_text_atomic(out / f"{name}.txt", redacted)
             elif output_format == "brat":
-                _atomic_write(out / f"{name}.txt", src.text)
+                write_text_atomic(out / f"{name}.txt", src.text)
                 ann = "".join(f"T{i}\t{lab} {s} {e}\t{src.text[s:e].replace(chr(10), ' ')}\n"
                               for i, (s, e, lab) in enumerate(spans, start=1))
-                _atomic_write(out / f"{name}.ann", ann)
+                write_text_atomic(out / f"{name}.ann", ann)
             else:
                 row = {"id": src.id, "lang": routed.lang, "pipeline": routed.pipeline,
                        "spans": [{"start": s, "end": e, "label": lab, "source": so}
@@ -200,8 +193,7 @@ def redact_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     if report:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report, result)
+        write_text_atomic(report, srsly.json_dumps(result, indent=2))
     r = result["router"]
     typer.echo(f"{result['written']} documents written to {out}; per pipeline {r['by_pipeline']}; "
                f"unrouted languages {r['unrouted_languages']}; {len(result['skipped'])} inputs skipped")

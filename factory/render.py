@@ -13,6 +13,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PROJECT_ROOT
+from .records import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LANGUAGES = PROJECT_ROOT / "languages"
@@ -70,10 +71,7 @@ def render_all(languages: list[str] | None = None, check: bool = False,
                 continue
             changed.append(path)
             if not check:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(path.name + ".tmp")
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(path)
+                write_text_atomic(path, text)
     return changed
 
 

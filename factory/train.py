@@ -24,6 +24,8 @@ from pathlib import Path
 import srsly
 import typer
 
+from .records import write_text_atomic
+
 log = logging.getLogger(__name__)
 
 # The batcher of the config: batch_by_words with a compounding size from 100 to 1000 words.
@@ -170,9 +172,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "init": init,
         "wall_seconds": round(wall, 1),
     }
-    tmp = out_dir / "train_summary.json.tmp"
-    srsly.write_json(tmp, summary)
-    tmp.replace(out_dir / "train_summary.json")  # atomic
+    write_text_atomic(out_dir / "train_summary.json", srsly.json_dumps(summary, indent=2))
     return summary
 
 
