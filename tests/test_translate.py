@@ -168,14 +168,27 @@ def _cli(args, env, timeout=300):
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.slow
-def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, translate_source, tmp_path):
-    # 60 records: long enough to kill the run in the middle
+def _many_placeholdered(translate_source: Path, tmp_path: Path) -> tuple[Path, int]:
+    """60 placeholdered records (12 copies of the source): long enough to stop a run in the middle."""
     base = list(read_records(translate_source))
     many = [Record(f"{r.id}-{i:02d}", r.lang, r.text, r.spans, r.meta) for i in range(12) for r in base]
     src = tmp_path / "many.jsonl"
     write_records(src, many)
-    ph = _placeholders(src, tmp_path)
+    return _placeholders(src, tmp_path), len(many)
+
+
+def _wait_for_lines(proc, path: Path, n: int, timeout: float = 240) -> None:
+    """Until the running `proc` has written at least `n` lines to `path` (or it ends, or time runs out)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if path.exists() and path.read_text().count("\n") >= n:
+            return
+        time.sleep(0.01)
+
+
+@pytest.mark.slow
+def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, translate_source, tmp_path):
+    ph, n_records = _many_placeholdered(translate_source, tmp_path)
     env = {**os.environ, **argos_env}
     common = ["--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]), "--beam-size", "1", "--no-progress"]
     full = tmp_path / "full.jsonl"
@@ -184,16 +197,12 @@ def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, t
 
     part = tmp_path / "part.jsonl"
     proc = _cli(["translate", str(ph), str(part), "--argos-dir", str(tmp_path / "a2"), *common], env)
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        if part.exists() and part.read_text().count("\n") >= 5:
-            break
-        time.sleep(0.01)
+    _wait_for_lines(proc, part, 5)
     assert proc.poll() is None, "the run finished before it could be killed"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     written = part.read_text().count("\n")
-    assert 5 <= written < len(many)
+    assert 5 <= written < n_records
     with part.open("a") as handle:  # a torn line, as a crash in the middle of a write leaves
         handle.write('{"id": "torn", "te')
     proc = _cli(["translate", str(ph), str(part), "--argos-dir", str(tmp_path / "a2"), *common], env)
@@ -346,26 +355,18 @@ def test_embedded_corpus_to_target_through_cli(target, argos_env, argos_packages
 
 @pytest.mark.slow
 def test_ctrl_c_with_workers_keeps_finished_records(argos_env, argos_packages, translate_source, tmp_path):
-    base = list(read_records(translate_source))
-    many = [Record(f"{r.id}-{i:02d}", r.lang, r.text, r.spans, r.meta) for i in range(12) for r in base]
-    src = tmp_path / "many.jsonl"
-    write_records(src, many)
-    ph = _placeholders(src, tmp_path)
+    ph, n_records = _many_placeholdered(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
     args = ["translate", str(ph), str(out), "--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]),
             "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress", "--workers", "2"]
     proc = _cli(args, {**os.environ, **argos_env})
-    deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        if out.exists() and out.read_text().count("\n") >= 3:
-            break
-        time.sleep(0.01)
+    _wait_for_lines(proc, out, 3)
     assert proc.poll() is None, "the run finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "run the same command again to resume" in err
     lines = out.read_text().splitlines()
-    assert 3 <= len(lines) < len(many)
+    assert 3 <= len(lines) < n_records
     assert all(json.loads(line)["lang"] == "fr" for line in lines)
 
 
