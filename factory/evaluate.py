@@ -65,23 +65,21 @@ def entity_scores(gold_docs: Sequence[Iterable[SpanT]], pred_docs: Sequence[Iter
         raise ValueError(f"unknown mode {mode!r}")
     if len(gold_docs) != len(pred_docs):
         raise ValueError("gold and predicted document counts differ")
+
+    def found(span: SpanT, others: set[SpanT]) -> bool:
+        if mode == "strict":
+            return span in others
+        return any(o[2] == span[2] and o[0] < span[1] and span[0] < o[1] for o in others)
+
     counts = defaultdict(lambda: [0, 0, 0, 0])  # label -> [tp_pred, n_pred, tp_gold, n_gold]
     for gold, pred in zip(gold_docs, pred_docs):
         gold, pred = set(gold), set(pred)
         for g in gold:
-            c = counts[g[2]]
-            c[3] += 1
-            if mode == "strict":
-                c[2] += g in pred
-            else:
-                c[2] += any(p[2] == g[2] and p[0] < g[1] and g[0] < p[1] for p in pred)
+            counts[g[2]][2] += found(g, pred)
+            counts[g[2]][3] += 1
         for p in pred:
-            c = counts[p[2]]
-            c[1] += 1
-            if mode == "strict":
-                c[0] += p in gold
-            else:
-                c[0] += any(g[2] == p[2] and p[0] < g[1] and g[0] < p[1] for g in gold)
+            counts[p[2]][0] += found(p, gold)
+            counts[p[2]][1] += 1
     per_label = {label: _prf(*c) for label, c in sorted(counts.items())}
     total = [sum(c[i] for c in counts.values()) for i in range(4)]
     return {"micro": _prf(*total), "per_label": per_label}
