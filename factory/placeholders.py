@@ -15,7 +15,9 @@ translation, `find_placeholders` locates every term again and classifies what we
 from __future__ import annotations
 
 import logging
+import os
 import re
+import tempfile
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,7 +30,7 @@ import yaml
 
 from . import PROJECT_ROOT
 from .labels import CANONICAL_LABELS
-from .records import Record, RecordError, Span, read_records, span_problems
+from .records import Record, RecordError, Span, read_records, span_problems, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -362,9 +364,6 @@ def placeholder_file(
     report_path: str | Path | None = None,
 ) -> dict[str, Any]:
     """Placeholderise every record of in_path into out_path (atomic); return the report."""
-    import os
-    import tempfile
-
     in_path, out_path = Path(in_path), Path(out_path)
     inventory = load_inventory(target, inventory_file)
     report: dict[str, Any] = {
@@ -417,15 +416,7 @@ def placeholder_file(
 
 
 def _write_json(path: str | Path, data: Any) -> None:
-    import os
-    import tempfile
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(srsly.json_dumps(data, indent=2) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, srsly.json_dumps(data, indent=2) + "\n")
 
 
 def placeholder_command(
@@ -516,14 +507,7 @@ def calibrate(
     data["terms"] = chosen
     data["rejected"] = rejected
     text = "\n".join(header) + "\n" + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
-    import os
-    import tempfile
-
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out_path.name + ".", suffix=".tmp", dir=out_path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, out_path)
+    write_text_atomic(out_path, text)
     kept = sum(len(v) for v in chosen.values())
     return {"route": route, "kept": kept, "rejected": len(rejected), "terms": chosen, "rejected_terms": rejected}
 

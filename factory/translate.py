@@ -35,7 +35,7 @@ import yaml
 
 from . import PROJECT_ROOT
 from .placeholders import _write_json, find_placeholders
-from .records import Record, RecordError, append_record, read_records
+from .records import Record, RecordError, append_record, read_records, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -521,13 +521,7 @@ def _drop_stale(out_path: Path, digests: dict[str, str]) -> set[str]:
 
 
 def _write_json_lines(path: Path, rows: list[dict[str, Any]]) -> None:
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(srsly.json_dumps(row) + "\n")
-    os.replace(tmp, path)
+    write_text_atomic(path, "".join(srsly.json_dumps(row) + "\n" for row in rows))
 
 
 def translate_file(
