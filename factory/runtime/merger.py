@@ -142,16 +142,14 @@ class DeidMerger:
         final = []
         for c in resolve(candidates, self.structured, self.ner_first):
             span = Span(doc, c.start, c.end, label=c.label)
-            final.append((span, c))
-        doc.ents = [span for span, _ in final]
-        out = []
-        for span, c in zip(doc.ents, (c for _, c in final)):
+            # span extensions live in doc.user_data keyed by offsets and label, so doc.ents sees them
             span._.deid_source = c.source
             span._.deid_score = c.score
             span._.deid_kind = c.kind or None
             span._.deid_validated = c.validated
-            out.append(span)
-        doc.spans[self.output_key] = out
+            final.append(span)
+        doc.ents = final
+        doc.spans[self.output_key] = final
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128):
