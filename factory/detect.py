@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 import srsly
 import typer
 
-from .records import Record, read_records, write_records
+from .records import Record, read_records, write_records, write_text_atomic
 
 DEFAULT_SEED = 0
 # langdetect has too little evidence below a handful of letters: such records are "undetermined".
@@ -96,8 +96,7 @@ def detect(inp: str | Path, out: str | Path, lang: str, seed: int = DEFAULT_SEED
     write_records(out, filter_language(read_records(inp), lang, seed, min_prob, report))
     rep = report.to_dict()
     if report_path:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report_path, rep)
+        write_text_atomic(report_path, srsly.json_dumps(rep, indent=2))
     return rep
 
 

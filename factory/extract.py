@@ -18,7 +18,7 @@ import srsly
 import typer
 
 from .readers import FORMATS, ReadReport, read_corpus
-from .records import Record, validate_record, write_records
+from .records import Record, validate_record, write_records, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 
 # Formats whose corpora use their own labels: the label map used when none is given.
@@ -59,8 +59,7 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
         report["reader"] = report["reader"].to_dict()
     report["stats"] = summarize(per_record)
     if report_path:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report_path, report)
+        write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
     return report
 
 

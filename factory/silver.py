@@ -28,7 +28,7 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
-from .records import Record, Span, read_records, trim_span, write_records
+from .records import Record, Span, read_records, trim_span, write_records, write_text_atomic
 from .stats import apply_thresholds, corpus_stats
 
 LANGUAGES_DIR = PROJECT_ROOT / "languages"
@@ -160,8 +160,7 @@ def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float |
     report["stats_before_thresholds"] = before
     report["stats_after"] = corpus_stats(kept, names_label)["summary"]
     if report_path:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report_path, report)
+        write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
     return report
 
 
@@ -223,8 +222,7 @@ def silver(inp: str | Path, out: str | Path, annotator: str, locale: str | None 
     write_records(out, records)
     report["annotation"]["labels"] = dict(sorted(report["annotation"]["labels"].items()))
     if report_path:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report_path, report)
+        write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
     return report
 
 

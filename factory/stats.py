@@ -23,7 +23,7 @@ from typing import Any, Iterable
 import srsly
 import typer
 
-from .records import Record, read_records
+from .records import Record, read_records, write_text_atomic
 
 
 def record_stats(record: Record, names_label: str = "PERSON") -> dict[str, Any]:
@@ -148,8 +148,7 @@ def apply_thresholds(records: list[Record], k_std: float | None = 2.0, max_names
 def stats(inp: str | Path, out: str | Path | None = None, names_label: str = "PERSON") -> dict[str, Any]:
     result = corpus_stats(read_records(inp), names_label)
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(out, result)
+        write_text_atomic(out, srsly.json_dumps(result, indent=2))
     return result
 
 

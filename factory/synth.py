@@ -33,7 +33,7 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
-from .records import Record, Span, trim_span, validate_record, write_records
+from .records import Record, Span, trim_span, validate_record, write_records, write_text_atomic
 
 SYNTH_DIR = PROJECT_ROOT / "corpora" / "synth"
 DATA_FILES = ("lexicon.yml", "formats.yml", "clinical.yml", "header.yml", "sections.yml")
@@ -726,8 +726,7 @@ def synth(out: str | Path, n: int = 1000, seed: int = 13, lang: str = "es", repo
     rep = corpus_report(records, data, lang)
     rep.update({"seed": seed, "lang": lang, "out": str(out)})
     if report:
-        Path(report).parent.mkdir(parents=True, exist_ok=True)
-        srsly.write_json(report, rep)
+        write_text_atomic(report, srsly.json_dumps(rep, indent=2))
     return rep
 
 
