@@ -73,12 +73,14 @@ class UnionPacks:
                 if span is None:
                     continue
                 candidates.append(_Candidate(span.start, span.end, m.label, "regex", m.score, m.validated, m.kind))
-        chosen = resolve(candidates, self.labels, set())
-        doc.ents = [Span(doc, c.start, c.end, label=c.label) for c in chosen]
-        for e, c in zip(doc.ents, chosen):
-            e._.deid_source, e._.deid_score, e._.deid_kind = "regex", c.score, c.kind
-        doc.spans["deid_regex"] = list(doc.ents)
-        doc.spans["deid"] = list(doc.ents)
+        spans = []
+        for c in resolve(candidates, self.labels, set()):
+            span = Span(doc, c.start, c.end, label=c.label)
+            span._.deid_source, span._.deid_score, span._.deid_kind = "regex", c.score, c.kind
+            spans.append(span)
+        doc.ents = spans
+        doc.spans["deid_regex"] = spans
+        doc.spans["deid"] = spans
         return doc
 
     def __call__(self, text: str):
