@@ -12,7 +12,7 @@ it, the annotated string). `normalize()` turns one into a validated `Record` wit
   and reason (offsets and labels only, never text) go to the report.
 
 `read_corpus(path, fmt, label_map, lang)` dispatches on the format and returns the records; the
-`ReadReport` passed in (or `last_report`) holds the counts.
+`ReadReport` passed in holds the counts.
 """
 
 from __future__ import annotations
@@ -164,9 +164,6 @@ def iter_raw(path: str | Path, fmt: str, lang: str, report: ReadReport | None = 
     yield from _reader(fmt)(Path(path), **kwargs)
 
 
-last_report: ReadReport | None = None
-
-
 def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict | None = None, lang: str = "es",
                 on_error: str = "raise", report: ReadReport | None = None, n: int = 1000, seed: int = 13) -> Iterator[Record]:
     """Yield validated records with canonical labels from a corpus in `fmt`.
@@ -175,14 +172,12 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
     (labels must then already be canonical). `on_error`: "raise" (default) or "skip" (count + report).
     `fmt="synth"` generates the embedded corpus instead (`path` is ignored; `n` and `seed` apply).
     """
-    global last_report
     if on_error not in ("raise", "skip"):
         raise ValueError("on_error must be 'raise' or 'skip'")
+    report = report if report is not None else ReadReport()
     if fmt == "synth":
         from ..synth import generate_records
 
-        report = report if report is not None else ReadReport()
-        last_report = report
         for record in generate_records(n, seed, lang):
             report.records_read += 1
             report.records_ok += 1
@@ -192,8 +187,6 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
             yield record
         return
     mapping = load_label_map(label_map) if isinstance(label_map, (str, Path)) else label_map
-    report = report if report is not None else ReadReport()
-    last_report = report
     seen: set[str] = set()
     for raw in iter_raw(path, fmt, lang, report):
         report.records_read += 1
