@@ -110,6 +110,7 @@ class Router:
         self.seed = seed
         self.min_confidence = min_confidence
         self.stats = RouterStats()
+        self._blank_nlp = None
         if fallback == "union":
             packs = [p for p in (pack_of(nlp) for nlp in self.pipelines.values()) if p is not None]
             self.fallback = UnionPacks(packs + list(extra_packs), union_labels)
@@ -179,6 +180,14 @@ class Router:
         if chunk:
             yield from self._process(chunk, batch_size)
 
+    def _blank(self):
+        """The tokenizer-only pipeline for documents with no pipeline and no fallback (made once)."""
+        if self._blank_nlp is None:
+            import spacy
+
+            self._blank_nlp = spacy.blank("xx")
+        return self._blank_nlp
+
     def _process(self, chunk: list[tuple[str, Any]], batch_size: int) -> Iterator[Routed]:
         routes = [self.route(text) for text, _ in chunk]
         groups: dict[str, list[int]] = {}
@@ -193,10 +202,7 @@ class Router:
         for target, idx in groups.items():
             texts = [chunk[i][0] for i in idx]
             if target == "none":
-                import spacy
-
-                blank = spacy.blank("xx")
-                processed = (blank.make_doc(t) for t in texts)
+                processed = (self._blank().make_doc(t) for t in texts)
             else:
                 nlp = self.fallback if target == FALLBACK else self.pipelines[target]
                 processed = nlp.pipe(texts, batch_size=batch_size)
