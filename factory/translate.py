@@ -545,9 +545,7 @@ def translate_file(
 
     download: only then, when no route is installed, fetch the packages from the Argos index."""
     in_path, out_path = Path(in_path), Path(out_path)
-    if not in_path.exists():
-        raise FileNotFoundError(f"records file not found: {in_path}")
-    records = list(read_records(in_path))
+    records = list(read_records(in_path))  # raises FileNotFoundError naming in_path
     for lineno, rec in enumerate(records, start=1):
         if "placeholders" not in rec.meta and source != target:
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} has no placeholders; run `factory placeholder` first")
