@@ -8,13 +8,9 @@ import yaml
 
 from . import PROJECT_ROOT
 
-from .runtime.canonical import CANONICAL_LABELS  # noqa: E402  (one definition, shared with the wheels)
+from .runtime.canonical import CANONICAL_LABELS  # one definition, shared with the wheels
 
 LABEL_MAPS_DIR = PROJECT_ROOT / "corpora" / "label_maps"
-
-
-def is_canonical(label: str) -> bool:
-    return label in CANONICAL_LABELS
 
 
 def load_label_map(name_or_path: str | Path) -> dict[str, str | None]:
