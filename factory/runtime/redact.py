@@ -220,9 +220,10 @@ def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str 
     if mode not in MODES:
         raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
     surrogates = Surrogates(lang, seed, doc_id) if mode == "surrogate" else None
-    out, new_spans, pos = [], [], 0
+    out, new_spans, pos, offset = [], [], 0, 0  # offset: length of the redacted text so far
     for start, end, label in non_overlapping(spans):
         out.append(text[pos:start])
+        offset += start - pos
         value = text[start:end]
         if mode == "tag":
             rep = f"[{label}]"
@@ -230,9 +231,9 @@ def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str 
             rep = "".join(c if c.isspace() else mask_char for c in value)
         else:
             rep = surrogates.get(label, value)
-        offset = sum(len(p) for p in out)
         new_spans.append((offset, offset + len(rep), label))
         out.append(rep)
+        offset += len(rep)
         pos = end
     out.append(text[pos:])
     return "".join(out), new_spans
