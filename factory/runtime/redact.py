@@ -134,11 +134,10 @@ def shift_date(value: str, days: int, lang: str | None) -> str | None:
     year = years[0]
     day = days_[0] if days_ else None
     try:
+        # "marzo de 2020" has no day: the 15th stands for it, only month and year are written back
         d = dt.date(int(year[2]), month, int(day[2]) if day else 15) + dt.timedelta(days=days)
     except ValueError:
         return None
-    if day is None:  # "marzo de 2020": shift month and year only
-        d = dt.date(int(year[2]), month, 15) + dt.timedelta(days=days)
     new_month = _match_case(month_tok.group(0), table[d.month - 1])
     if month_tok.group(0)[:1].isupper() and not month_tok.group(0).isupper():
         new_month = new_month[:1].upper() + new_month[1:]
