@@ -31,6 +31,7 @@ import spacy
 from deid_factory import PROJECT_ROOT
 from deid_factory.evaluate import score_system
 from deid_factory.readers import read_corpus
+from deid_factory.records import write_text_atomic
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
 MEDDOCAN_DEV = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan" / "dev"
@@ -158,9 +159,8 @@ def main() -> None:
     for stats in results["systems"].values():
         stats["speed_vs_presidio"] = round(stats["words_per_s"] / peer, 2)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.lang}.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    (RESULTS / f"{args.lang}.md").write_text(render(results), encoding="utf-8")
+    write_text_atomic(RESULTS / f"{args.lang}.json", json.dumps(results, indent=2))
+    write_text_atomic(RESULTS / f"{args.lang}.md", render(results))
     print(render(results))
 
 

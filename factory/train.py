@@ -105,8 +105,7 @@ def _resolve_init(init: str, config_path: Path, out_dir: Path) -> Path:
         log.warning("init pipeline %s has no tok2vec to source: training from a blank pipeline", init)
         return config_path
     path = out_dir / "config.init.cfg"
-    path.write_text(init_config(config_path.read_text(encoding="utf-8"), init, nlp.vocab.vectors.shape[0] > 0),
-                    encoding="utf-8")
+    write_text_atomic(path, init_config(config_path.read_text(encoding="utf-8"), init, nlp.vocab.vectors.shape[0] > 0))
     return path
 
 
