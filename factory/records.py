@@ -80,7 +80,6 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     while start < end and text[start] in TRIM_CHARS:
         start += 1
     while end > start and text[end - 1] in TRIM_CHARS:
-        # keep a closing bracket/period that belongs to the span, e.g. "Dr." is not inside spans anyway
         end -= 1
     return start, end
 
