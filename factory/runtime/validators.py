@@ -53,6 +53,14 @@ def _stdnum(module) -> Callable[[str], bool]:
     return check
 
 
+# Built once: the wrappers below and the registry share them instead of wrapping on every call.
+fr_nir_valid = _stdnum(fr_nir)
+iban_valid = _stdnum(std_iban)
+es_dni_valid = _stdnum(es_dni)
+es_nie_valid = _stdnum(es_nie)
+us_ssn_valid = _stdnum(us_ssn)
+
+
 def fr_rpps(value: str) -> bool:
     """RPPS: 11 digits (10 in older lists, prefixed with 8 by the ASIP) with a Luhn key."""
     digits = compact(value)
@@ -76,11 +84,11 @@ def fr_finess(value: str) -> bool:
 
 def fr_ins(value: str) -> bool:
     """INS (Identifiant National de Santé): the NIR of the person, 15 characters with its key."""
-    return _stdnum(fr_nir)(value)
+    return fr_nir_valid(value)
 
 
 def mod97_iban(value: str) -> bool:
-    return _stdnum(std_iban)(value)
+    return iban_valid(value)
 
 
 def es_nass(value: str) -> bool:
@@ -106,7 +114,7 @@ def us_ssn_check(value: str) -> bool:
     """US SSN (no check digit): python-stdnum rejects area 000/666/9xx, group 00, serial 0000 and
     the known advertising numbers. stdnum accepts only dashes, so other separators are dropped first."""
     digits = compact(value)
-    return digits.isdigit() and _stdnum(us_ssn)(digits)
+    return digits.isdigit() and us_ssn_valid(digits)
 
 
 def us_npi(value: str) -> bool:
@@ -127,7 +135,7 @@ def de_lanr(value: str) -> bool:
 
 
 def es_dni_or_nie(value: str) -> bool:
-    return _stdnum(es_dni)(value) or _stdnum(es_nie)(value)
+    return es_dni_valid(value) or es_nie_valid(value)
 
 
 def de_kvnr(value: str) -> bool:
@@ -158,15 +166,15 @@ VALIDATORS: dict[str, Callable[[str], bool]] = {
     "luhn": luhn_valid,
     "ip": ip_address,
     "iban": mod97_iban,
-    "fr_nir": _stdnum(fr_nir),
+    "fr_nir": fr_nir_valid,
     "fr_ins": fr_ins,
     "fr_rpps": fr_rpps,
     "fr_adeli": fr_adeli,
     "fr_finess": fr_finess,
     "fr_siren": _stdnum(fr_siren),
     "fr_siret": _stdnum(fr_siret),
-    "es_dni": _stdnum(es_dni),
-    "es_nie": _stdnum(es_nie),
+    "es_dni": es_dni_valid,
+    "es_nie": es_nie_valid,
     "es_dni_or_nie": es_dni_or_nie,
     "es_nass": es_nass,
     "us_ssn": us_ssn_check,
