@@ -23,6 +23,7 @@ exercise placeholder repair and dropping with a real model.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import shutil
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import typer
+
+from .records import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -245,11 +248,13 @@ def build_package(
             + ").\n",
             encoding="utf-8",
         )
-        tmp_zip = out_path.with_name(out_path.name + ".tmp")
-        with zipfile.ZipFile(tmp_zip, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        # The zip is built in memory (a few MB) and written atomically under a unique temp name: two
+        # builds of the same package cannot clash, and a failure leaves no stray temp file behind.
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for file in sorted(pkg.rglob("*")):
                 zf.write(file, file.relative_to(Path(tmp)).as_posix())
-        tmp_zip.replace(out_path)
+        write_bytes_atomic(out_path, buffer.getvalue())
     log.info("built %s -> %s copy package %s", from_code, to_code, out_path.name)
     return out_path
 

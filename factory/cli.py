@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
-app = typer.Typer(help="Build deid_<lang> de-identification pipelines from annotated clinical narratives.", no_args_is_help=True)
+from .records import OutputError, RecordError
+
+
+class FactoryApp(typer.Typer):
+    """The typer app, plus one place that turns expected failures into one line on stderr and exit
+    status 1 instead of a traceback: an output that cannot be written (disk full, read-only or
+    missing folder), a bad input record, a missing input file. Their messages name the file and
+    record, never record text, so they are safe to print (and to keep in CI logs)."""
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return super().__call__(*args, **kwargs)
+        except (OutputError, RecordError, FileNotFoundError) as err:
+            typer.echo(f"error: {err}", err=True)
+            sys.exit(1)
+
+
+app = FactoryApp(help="Build deid_<lang> de-identification pipelines from annotated clinical narratives.", no_args_is_help=True)
 
 from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
 

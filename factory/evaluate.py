@@ -18,6 +18,7 @@ Output in OUT: metrics.json, report.md (per-label table) and PNG plots (training
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import re
@@ -29,7 +30,7 @@ from typing import Iterable, Sequence
 import srsly
 import typer
 
-from .records import write_text_atomic
+from .records import write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,9 @@ class EvalError(RuntimeError):
 
 
 def _savefig(fig, path: Path) -> None:
-    tmp = path.with_name(path.stem + ".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    tmp.replace(path)
+    buffer = io.BytesIO()  # rendered in memory, then written atomically under a unique temp name
+    fig.savefig(buffer, dpi=100, format="png")
+    write_bytes_atomic(path, buffer.getvalue())
 
 
 # --------------------------------------------------------------------------- metric functions

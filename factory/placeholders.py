@@ -15,14 +15,12 @@ translation, `find_placeholders` locates every term again and classifies what we
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import srsly
 import typer
@@ -30,7 +28,7 @@ import yaml
 
 from . import PROJECT_ROOT
 from .labels import CANONICAL_LABELS
-from .records import Record, RecordError, Span, read_records, span_problems, write_text_atomic
+from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -382,32 +380,26 @@ def placeholder_file(
         "linked_partial_names": 0,
         "max_entities_per_record": 0,
     }
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=out_path.name + ".", suffix=".tmp", dir=out_path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for lineno, record in enumerate(read_records(in_path), start=1):
-                report["records_in"] += 1
-                try:
-                    result = placeholderize(record, inventory, where=f"{in_path}:{lineno}")
-                except PlaceholderError as err:
-                    report["dropped"][err.reason] = report["dropped"].get(err.reason, 0) + 1
-                    report["dropped_ids"].setdefault(err.reason, []).append(record.id)
-                    log.warning("%s", err)
-                    continue
-                terms = result.meta["placeholders"]["terms"]
-                for info in terms.values():
-                    report["entities"][info["label"]] += 1
-                    report["mentions"][info["label"]] += info["mentions"]
-                    report["linked_partial_names"] += 1 if "link" in info else 0
-                report["max_entities_per_record"] = max(report["max_entities_per_record"], len(terms))
-                handle.write(srsly.json_dumps(result.to_dict()) + "\n")
-                report["records_out"] += 1
-        os.replace(tmp, out_path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    def lines() -> Iterator[bytes]:
+        for lineno, record in enumerate(read_records(in_path), start=1):
+            report["records_in"] += 1
+            try:
+                result = placeholderize(record, inventory, where=f"{in_path}:{lineno}")
+            except PlaceholderError as err:
+                report["dropped"][err.reason] = report["dropped"].get(err.reason, 0) + 1
+                report["dropped_ids"].setdefault(err.reason, []).append(record.id)
+                log.warning("%s", err)
+                continue
+            terms = result.meta["placeholders"]["terms"]
+            for info in terms.values():
+                report["entities"][info["label"]] += 1
+                report["mentions"][info["label"]] += info["mentions"]
+                report["linked_partial_names"] += 1 if "link" in info else 0
+            report["max_entities_per_record"] = max(report["max_entities_per_record"], len(terms))
+            yield (srsly.json_dumps(result.to_dict()) + "\n").encode("utf-8")
+            report["records_out"] += 1
+
+    write_chunks_atomic(out_path, lines())
     report["entities"] = dict(report["entities"])
     report["mentions"] = dict(report["mentions"])
     if report_path:

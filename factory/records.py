@@ -134,42 +134,128 @@ def read_records(path: str | Path) -> Iterator[Record]:
             yield Record.from_dict(data, where=f"{path}:{lineno}")
 
 
+class OutputError(OSError):
+    """An output that could not be written (disk full, folder missing or read-only...).
+
+    The message names the output path and the system's reason, never the data being written; the
+    `factory` command prints it as one line without a traceback. Subclass of OSError, so code that
+    already handles OSError keeps working."""
+
+    def __init__(self, path: str | Path, err: OSError):
+        reason = err.strerror or type(err).__name__
+        super().__init__(err.errno, f"cannot write {path}: {reason}")
+        self.path = Path(path)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+_WRITE_BATCH = 1 << 20  # bytes gathered before one write() call: few system calls, bounded memory
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it; read once, at import
+    os.umask(mask)
+    return mask
+
+
+# mkstemp creates its file readable by the owner only; an output gets the usual rw-r--r-- (umask) mode.
+_FILE_MODE = 0o666 & ~_umask()
+
+
+def _write_fully(handle, data: bytes) -> None:
+    """Write all of data to an unbuffered file (a raw write may write less than it was given)."""
+    view = memoryview(data)
+    while view:
+        view = view[handle.write(view) :]
+
+
+def write_chunks_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
+    """Write the concatenated chunks to path atomically: a temp file in the same folder, renamed over
+    path only once everything is written. On any failure the temp file is removed and an earlier
+    file at path stays as it was. Failures to write become OutputError naming path; errors raised
+    by the chunks iterator itself (a bad input record, say) pass through unchanged."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OutputError(path, err) from None
+    try:
+        os.fchmod(fd, _FILE_MODE)
+        # Unbuffered: a failed write raises here, not again (and unhandled) when the file is closed.
+        with os.fdopen(fd, "wb", buffering=0) as handle:
+            pending = bytearray()
+            for chunk in chunks:
+                pending += chunk
+                if len(pending) >= _WRITE_BATCH:
+                    _write_checked(handle, bytes(pending), path)
+                    pending.clear()
+            _write_checked(handle, bytes(pending), path)
+        try:
+            os.replace(tmp, path)
+        except OSError as err:
+            raise OutputError(path, err) from None
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _write_checked(handle, data: bytes, path: Path) -> None:
+    try:
+        _write_fully(handle, data)
+    except OSError as err:
+        raise OutputError(path, err) from None
+
+
 def write_records(path: str | Path, records: Iterable[Record]) -> int:
     """Write records atomically (temp file + rename): a crash never leaves a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(srsly.json_dumps(record.to_dict()) + "\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+
+    def lines() -> Iterator[bytes]:
+        nonlocal count
+        for record in records:
+            yield (srsly.json_dumps(record.to_dict()) + "\n").encode("utf-8")
+            count += 1
+
+    write_chunks_atomic(path, lines())
     return count
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write a text file atomically (temp file in the same folder + rename), creating its folder."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_chunks_atomic(path, [text.encode("utf-8")])
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write a binary file (a DocBin, a zip, a PNG) atomically, creating its folder."""
+    write_chunks_atomic(path, [data])
 
 
 def append_record(handle, record: Record) -> None:
     """Append one record to an open file and flush it to disk, so a crash loses no finished record."""
-    handle.write(srsly.json_dumps(record.to_dict()) + "\n")
-    handle.flush()
-    os.fsync(handle.fileno())
+    append_line(handle, srsly.json_dumps(record.to_dict()))
+
+
+def append_line(handle, line: str) -> None:
+    """Append one line to a file opened for appending and fsync it. Either the whole line reaches
+    the file or none of it: on a failed write (disk full) the file is cut back to where it ended,
+    so it always ends with a complete line, and OutputError names the file."""
+    data = (line + "\n").encode("utf-8")
+    handle.flush()  # nothing may stay in the handle's buffer: the line goes straight to the descriptor
+    fd = handle.fileno()
+    end = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as err:
+        try:
+            os.ftruncate(fd, end)  # truncating never needs free space
+        except OSError:
+            pass  # the next run's resume cuts a partial last line too
+        raise OutputError(handle.name, err) from None

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .records import Record
+from .records import Record, write_bytes_atomic
 
 SPLITS = ("train", "dev", "test")
 
@@ -102,8 +102,7 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
 
     from .runtime.tokenization import customize_tokenizer
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = Path(out_dir)  # created by the first write (write_bytes_atomic), which names it if that fails
     # the same tokenizer rules as the assembled deid_<lang>: training sees the runtime's tokens
     nlp = customize_tokenizer(spacy.blank(spacy_lang))
     docs: dict[str, Any] = {}
@@ -128,10 +127,9 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
         record.meta["split"] = split
         final.append(record)
     for k in SPLITS:
-        path = out_dir / f"{k}.spacy"
-        tmp = path.with_name(path.name + ".tmp")
-        bins[k].to_disk(tmp)
-        tmp.replace(path)  # atomic: a reader never sees half a DocBin
+        # atomic (unique temp file + rename): a reader never sees half a DocBin, and a full disk
+        # leaves the previous DocBin in place
+        write_bytes_atomic(out_dir / f"{k}.spacy", bins[k].to_bytes())
     counts = {k: len(bins[k]) for k in SPLITS}
     return {"ratios": dict(ratios), "seed": seed, "counts": counts, "retokenized_records": retokenized, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
 

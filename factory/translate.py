@@ -35,7 +35,7 @@ import yaml
 
 from . import PROJECT_ROOT
 from .placeholders import _write_json, find_placeholders
-from .records import Record, RecordError, append_record, read_records, write_text_atomic
+from .records import OutputError, Record, RecordError, append_line, append_record, read_records, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -495,8 +495,10 @@ def _load_done(out_path: Path) -> tuple[set[str], list[dict[str, Any]], list[dic
                 done.add(str(data["id"]))
                 bucket.append(data)
         if good_bytes < path.stat().st_size:
-            with path.open("r+b") as handle:
-                handle.truncate(good_bytes)
+            try:
+                os.truncate(path, good_bytes)
+            except OSError as err:
+                raise OutputError(path, err) from None
             log.warning("%s: cut a partial last line left by an interrupted run", path)
     return done, kept, dropped
 
@@ -551,7 +553,10 @@ def translate_file(
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} has no placeholders; run `factory placeholder` first")
         if rec.lang and rec.lang != source:
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the source language {source!r}")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(out_path, err) from None
     done = _drop_stale(out_path, {r.id: input_digest(r) for r in records})
     todo = [r for r in records if r.id not in done]
     if limit is not None:
@@ -561,7 +566,7 @@ def translate_file(
     with no_network(allow_network):
         if source == target:
             route = [source]
-            with out_path.open("a", encoding="utf-8") as handle:
+            with _open_append(out_path) as handle:
                 for rec in todo:
                     meta = dict(rec.meta)
                     meta.pop("placeholder_text", None)
@@ -591,18 +596,24 @@ def translate_file(
     return report
 
 
+def _open_append(path: Path):
+    """Open an output for appending whole lines (records.append_line); failures name the file."""
+    try:
+        return path.open("a", encoding="utf-8")
+    except OSError as err:
+        raise OutputError(path, err) from None
+
+
 def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: str, workers: int, progress: bool, config: dict[str, Any]) -> None:
     from tqdm import tqdm
 
     bar = tqdm(total=len(todo), unit="rec", desc=f"translate {' -> '.join(argos.route)}", disable=not progress, leave=True)
-    with out_path.open("a", encoding="utf-8") as out_handle, _dropped_path(out_path).open("a", encoding="utf-8") as drop_handle:
+    with _open_append(out_path) as out_handle, _open_append(_dropped_path(out_path)) as drop_handle:
 
         def write(result: dict[str, Any]) -> None:
             if result["status"] == "dropped":
                 entry = {k: result[k] for k in ("id", "input_digest", "reason", "attempts", "terms", "first_problems")}
-                drop_handle.write(srsly.json_dumps(entry) + "\n")
-                drop_handle.flush()
-                os.fsync(drop_handle.fileno())
+                append_line(drop_handle, srsly.json_dumps(entry))
                 log.info("record %s dropped: %s", result["id"], result["reason"])
             else:
                 append_record(out_handle, Record.from_dict(result["record"]))

@@ -1,0 +1,415 @@
+"""Faults: a translation killed at random points resumes to the same output; a full disk or an
+unwritable output folder stops a stage with one clear line and leaves earlier outputs as they were.
+
+The full disk is simulated without mounting anything (CI may not allow it): the stage runs in a child
+process whose sitecustomize.py (FULL_DISK_SITECUSTOMIZE, on PYTHONPATH) gives every file under one
+folder a shared byte budget; past it, writes fail with ENOSPC exactly as a full file system's do (a
+short write, then `OSError: [Errno 28] No space left on device`). /dev/full, the kernel's own
+always-full device, checks the append path with a real ENOSPC.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from deid_factory.cli import app
+from deid_factory.placeholders import placeholder_file
+from deid_factory.records import OutputError, Record, RecordError, append_record, read_records, write_records
+from deid_factory.stats import stats
+from deid_factory.surrogates import surrogate_file
+from deid_factory.translate import translate_file
+
+# Installed at interpreter start in the child: files under $DEID_FULL_DIR share $DEID_FULL_BUDGET bytes.
+FULL_DISK_SITECUSTOMIZE = r'''
+import builtins
+import errno
+import io
+import os
+
+_DIR = os.environ.get("DEID_FULL_DIR")
+_left = [int(os.environ.get("DEID_FULL_BUDGET", "0"))]
+
+
+def _under_full_dir(path):
+    real = os.path.realpath(path)
+    return real == _DIR or real.startswith(_DIR + os.sep)
+
+
+def _fd_path(fd):
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
+
+
+def _take(n):
+    """How many of n bytes still fit; nothing fits: ENOSPC, as the kernel reports it."""
+    if n and _left[0] <= 0:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    k = min(n, _left[0])
+    _left[0] -= k
+    return k
+
+
+class _FullDiskFile(io.FileIO):
+    def write(self, data):
+        view = memoryview(data).cast("B")
+        return super().write(view[: _take(len(view))])
+
+
+_real_open = io.open
+_real_write = os.write
+
+
+def _open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
+    if isinstance(file, int):
+        path = _fd_path(file)
+    elif isinstance(file, (str, bytes, os.PathLike)):
+        path = os.fsdecode(file)
+    else:
+        path = ""
+    if not any(c in mode for c in "wax+") or not path or not _under_full_dir(path):
+        return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
+    raw = _FullDiskFile(file, mode.replace("b", "").replace("t", ""), closefd, opener)
+    if buffering == 0:
+        return raw
+    buffered = io.BufferedRandom(raw) if "+" in mode else io.BufferedWriter(raw)
+    if "b" in mode:
+        return buffered
+    return io.TextIOWrapper(buffered, encoding or "utf-8", errors, newline, line_buffering=buffering == 1)
+
+
+def _write(fd, data):
+    if _under_full_dir(_fd_path(fd)):
+        view = memoryview(data).cast("B")
+        return _real_write(fd, view[: _take(len(view))])
+    return _real_write(fd, data)
+
+
+if _DIR:
+    _DIR = os.path.realpath(_DIR)
+    io.open = builtins.open = _open
+    os.write = _write
+'''
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="the full-disk simulation reads /proc/self/fd")
+
+
+def _phi_strings(path: Path) -> list[str]:
+    return [t for rec in read_records(path) for t in rec.span_texts()]
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under folder (relative name -> bytes): equal snapshots = nothing changed, nothing left over."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _factory_on_full_disk(args: list[str], full_dir: Path, budget: int, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`python -m deid_factory ARGS` with only `budget` bytes left for the files under full_dir."""
+    site = tmp_path / "full_disk_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(FULL_DISK_SITECUSTOMIZE, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+           "DEID_FULL_DIR": str(full_dir), "DEID_FULL_BUDGET": str(budget)}
+    return subprocess.run([sys.executable, "-m", "deid_factory", *map(str, args)], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _assert_one_line_error(ret: subprocess.CompletedProcess, path: Path, reason: str, phi: list[str]) -> None:
+    """Exit status 1, the last stderr line names the output and the reason, no traceback, no PHI."""
+    assert ret.returncode == 1, (ret.stdout, ret.stderr)
+    assert "Traceback" not in ret.stderr, ret.stderr
+    assert ret.stderr.strip().splitlines()[-1] == f"error: cannot write {path}: {reason}"
+    for text in phi:
+        assert text not in ret.stdout + ret.stderr
+
+
+@pytest.fixture()
+def faults_source(translate_source, tmp_path) -> tuple[Path, list[str]]:
+    """The fixture records in a folder of their own (outputs go elsewhere) and their PHI strings."""
+    src_dir = tmp_path / "input"
+    src_dir.mkdir()
+    src = src_dir / "source_es.jsonl"
+    src.write_bytes(translate_source.read_bytes())
+    return src, _phi_strings(src)
+
+
+# ----------------------------------------------------------------------------- full disk
+@linux_only
+def test_the_full_disk_simulation_fails_like_a_full_disk(tmp_path):
+    """The simulation itself: a short write up to the budget, then ENOSPC; other folders unaffected."""
+    full = tmp_path / "full"
+    full.mkdir()
+    code = ("import errno\n"
+            f"f = open({str(full / 'a.txt')!r}, 'wb', buffering=0)\n"
+            "assert f.write(b'0123456789') == 6\n"
+            "try:\n    f.write(b'x')\nexcept OSError as err:\n    assert err.errno == errno.ENOSPC\nelse:\n    raise SystemExit('no ENOSPC')\n"
+            f"open({str(tmp_path / 'free.txt')!r}, 'w').write('x' * 100)\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FULL_DISK_SITECUSTOMIZE, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(site), "DEID_FULL_DIR": str(full), "DEID_FULL_BUDGET": "6"}
+    ret = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert ret.returncode == 0, ret.stderr
+    assert (full / "a.txt").read_bytes() == b"012345"
+    assert (tmp_path / "free.txt").read_text() == "x" * 100
+
+
+@linux_only
+def test_full_disk_during_placeholder_keeps_the_earlier_output(faults_source, tmp_path):
+    """A records writer (stage 4) that runs out of space half-way through: its earlier output and
+    report stay byte for byte, the temp file is gone, one line names the output."""
+    src, phi = faults_source
+    out_dir = tmp_path / "out"
+    out, report = out_dir / "ph.jsonl", out_dir / "ph_report.json"
+    placeholder_file(src, out, "fr", report_path=report)
+    before = _snapshot(out_dir)
+    ret = _factory_on_full_disk(["placeholder", src, out, "--target", "fr", "--report", report], out_dir,
+                                budget=len(before["ph.jsonl"]) // 2, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out, "No space left on device", phi)
+    assert _snapshot(out_dir) == before
+
+
+@linux_only
+def test_full_disk_during_surrogate_keeps_docbins_records_and_report(faults_source, tmp_path):
+    """Stage 6 writes train/dev/test DocBins, records.jsonl and report.json: a disk already full
+    (budget 0) stops it at the first DocBin, and every earlier file stays as it was."""
+    src, phi = faults_source
+    work = tmp_path / "work"
+    placeholder_file(src, work / "ph.jsonl", "es")
+    translate_file(work / "ph.jsonl", work / "tr.jsonl", "es", "es", progress=False)
+    out_dir = tmp_path / "final"
+    surrogate_file(work / "tr.jsonl", out_dir, "es", seed=0)
+    before = _snapshot(out_dir)
+    assert {"train.spacy", "dev.spacy", "test.spacy", "records.jsonl", "report.json"} <= set(before)
+    ret = _factory_on_full_disk(["surrogate", work / "tr.jsonl", out_dir, "--target", "es", "--seed", "1"], out_dir,
+                                budget=0, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out_dir / "train.spacy", "No space left on device", phi)
+    assert _snapshot(out_dir) == before
+
+
+@linux_only
+def test_full_disk_during_a_report_keeps_the_earlier_report(faults_source, tmp_path):
+    src, phi = faults_source
+    out = tmp_path / "stats" / "stats.json"
+    stats(src, out)
+    before = _snapshot(out.parent)
+    ret = _factory_on_full_disk(["stats", src, "--out", out], out.parent, budget=100, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out, "No space left on device", phi)
+    assert _snapshot(out.parent) == before
+
+
+@linux_only
+def test_full_disk_while_translate_appends_keeps_whole_records_and_resumes(faults_source, tmp_path):
+    """translate appends record by record: out of space in the middle of a record, the file is cut
+    back to the last whole record (the earlier ones untouched), and a re-run with space finishes it
+    exactly as an uninterrupted run would have."""
+    src, phi = faults_source
+    full = tmp_path / "uninterrupted.jsonl"
+    translate_file(src, full, "es", "es", progress=False)  # source == target: appended without Argos
+    lines = full.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 5
+    out_dir = tmp_path / "out"
+    out = out_dir / "tr.jsonl"
+    translate_file(src, out, "es", "es", progress=False, limit=2)
+    earlier = out.read_bytes()
+    assert earlier == b"".join(lines[:2])
+    # room for the third record and half of the fourth
+    ret = _factory_on_full_disk(["translate", src, out, "--source", "es", "--target", "es", "--no-progress"], out_dir,
+                                budget=len(lines[2]) + len(lines[3]) // 2, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out, "No space left on device", phi)
+    assert out.read_bytes() == b"".join(lines[:3])  # no partial fourth line
+    assert sorted(p.name for p in out_dir.iterdir()) == ["tr.jsonl"]
+    report = translate_file(src, out, "es", "es", progress=False)
+    assert report["resumed_from"] == 3
+    assert out.read_bytes() == full.read_bytes()
+
+
+def test_append_on_a_real_full_device_raises_output_error():
+    """/dev/full answers every write with ENOSPC: append_record reports the file, not the record."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "a", encoding="utf-8") as handle:
+        with pytest.raises(OutputError) as info:
+            append_record(handle, Record("r-1", "es", "Paciente Leocadia Ybarra.", [], {}))
+    assert info.value.errno == errno.ENOSPC
+    assert str(info.value) == "cannot write /dev/full: No space left on device"
+    assert isinstance(info.value, OSError)  # callers that handle OSError still do
+
+
+def test_a_bad_input_record_is_not_reported_as_a_write_error(tmp_path):
+    """write_records consumes a generator: an error of the producer passes through as it is, the
+    earlier output stays and no temp file is left."""
+    out = tmp_path / "out.jsonl"
+    write_records(out, [Record("a", "es", "uno", [], {})])
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # the usual mode, not the temp file's 0600
+    before = _snapshot(tmp_path)
+
+    def records():
+        yield Record("b", "es", "dos", [], {})
+        raise RecordError("in.jsonl:2: record 'c' is malformed")
+
+    with pytest.raises(RecordError, match="record 'c'"):
+        write_records(out, records())
+    assert _snapshot(tmp_path) == before
+
+
+# ----------------------------------------------------------------------------- unwritable output folder
+def _run_factory_in_process(args, capsys) -> tuple[int, str]:
+    """The `factory` app as the console script runs it (with its error handling), in this process."""
+    with pytest.raises(SystemExit) as info:
+        app(args=[str(a) for a in args], prog_name="factory")
+    return info.value.code, capsys.readouterr().err
+
+
+def _stage_args(stage: str, src: Path, ready: dict[str, Path], out: Path) -> list:
+    return {
+        "placeholder": ["placeholder", src, out / "ph.jsonl", "--target", "fr"],
+        "translate": ["translate", src, out / "tr.jsonl", "--source", "es", "--target", "es", "--no-progress"],
+        "surrogate": ["surrogate", ready["tr"], out, "--target", "es"],
+        "stats": ["stats", src, "--out", out / "stats.json"],
+    }[stage]
+
+
+STAGES = ["placeholder", "translate", "surrogate", "stats"]
+
+
+@pytest.fixture()
+def faults_translated(faults_source, tmp_path) -> dict[str, Path]:
+    src, _ = faults_source
+    work = tmp_path / "work"
+    placeholder_file(src, work / "ph.jsonl", "es")
+    translate_file(work / "ph.jsonl", work / "tr.jsonl", "es", "es", progress=False)
+    return {"tr": work / "tr.jsonl"}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_output_folder_under_a_regular_file(stage, faults_source, faults_translated, tmp_path, capsys):
+    """A path through a regular file cannot be created, even by root: one line naming the output
+    (inside the impossible folder) and the reason, exit status 1, the blocking file untouched."""
+    src, phi = faults_source
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("keep me\n")
+    out = blocker / "out"
+    code, err = _run_factory_in_process(_stage_args(stage, src, faults_translated, out), capsys)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}") and lines[0].endswith(": Not a directory")
+    assert not any(text in err for text in phi)
+    assert blocker.read_text() == "keep me\n"
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores permission bits")
+@pytest.mark.parametrize("stage", STAGES)
+def test_read_only_output_folder(stage, faults_source, faults_translated, tmp_path, capsys):
+    src, phi = faults_source
+    out = tmp_path / "read_only"
+    out.mkdir()
+    (out / "earlier.txt").write_text("earlier output\n")
+    out.chmod(0o500)
+    try:
+        code, err = _run_factory_in_process(_stage_args(stage, src, faults_translated, out), capsys)
+    finally:
+        out.chmod(0o700)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}") and lines[0].endswith(": Permission denied")
+    assert not any(text in err for text in phi)
+    assert _snapshot(out) == {"earlier.txt": b"earlier output\n"}
+
+
+# ----------------------------------------------------------------------------- kill at random points
+def _complete_lines(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def _wait_for_lines(proc: subprocess.Popen, path: Path, n: int, timeout: float = 300) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline and proc.poll() is None:
+        if _complete_lines(path) >= n:
+            return
+        time.sleep(0.01)
+
+
+def _comparable_report(path: Path) -> dict:
+    """The report without what differs between a resumed and a fresh run by design."""
+    report = json.loads(path.read_text())
+    for key in ("resumed_from", "input", "output"):
+        report.pop(key)
+    return report
+
+
+@pytest.mark.slow
+def test_translate_killed_three_times_at_random_points_resumes_to_the_same_output(argos_env, argos_packages, translate_source, tmp_path):
+    """SIGKILL (the whole process group, workers included, as a crash would) at three points drawn
+    with a seeded RNG while the output grows, once with --workers 2; the fourth run finishes. The
+    lossy packages make records kept, repaired and dropped, so both output files are exercised.
+    Kept records, dropped file and report counts equal an uninterrupted run's, byte for byte."""
+    from test_translate import _lossy_records, _placeholders
+
+    base = list(read_records(translate_source))
+    copies = [Record(f"{r.id}-{i}", r.lang, r.text, r.spans, r.meta) for i in range(5) for r in base]
+    src = tmp_path / "many.jsonl"
+    _lossy_records(tmp_path)  # writes tmp_path/lossy_src.jsonl: records to keep, repair and drop
+    write_records(src, copies + list(read_records(tmp_path / "lossy_src.jsonl")))
+    ph = _placeholders(src, tmp_path)
+    n = sum(1 for _ in read_records(ph))
+    common = ["--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["lossy"]), "--beam-size", "1",
+              "--no-progress", "--argos-dir", str(tmp_path / "argos")]
+    env = {**os.environ, **argos_env}
+
+    def start(out: Path, report: Path, *extra: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-m", "deid_factory", "translate", str(ph), str(out), *common,
+                                 "--report", str(report), *extra], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+    full = tmp_path / "full" / "tr.jsonl"
+    proc = start(full, tmp_path / "full" / "report.json")
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    full_dropped = full.with_name("tr.jsonl.dropped.jsonl")
+    assert full_dropped.read_text().strip(), "the lossy route drops at least one record"
+
+    out = tmp_path / "part" / "tr.jsonl"
+    dropped = out.with_name("tr.jsonl.dropped.jsonl")
+    rng = random.Random(20261122)
+    done = 0
+    for extra in ([], ["--workers", "2"], []):
+        proc = start(out, tmp_path / "part" / "report.json", *extra)
+        try:
+            goal = rng.randint(done + 1, min(done + 4, n - 2))
+            _wait_for_lines(proc, out, goal)
+            time.sleep(rng.uniform(0.0, 0.5))  # sometimes between records, sometimes inside one
+            assert proc.poll() is None, "the run ended before it could be killed"
+            os.killpg(proc.pid, signal.SIGKILL)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+        now = _complete_lines(out) + _complete_lines(dropped)
+        assert done < now < n, (done, now, n)
+        done = now
+
+    proc = start(out, tmp_path / "part" / "report.json")
+    stdout, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert f"({done} already done)" in stdout
+    for path in (out, dropped):
+        data = path.read_bytes()
+        assert data.endswith(b"\n") and all(json.loads(line) for line in data.splitlines())  # no partial line
+    assert out.read_bytes() == full.read_bytes()
+    assert dropped.read_bytes() == full_dropped.read_bytes()
+    assert _comparable_report(tmp_path / "part" / "report.json") == _comparable_report(tmp_path / "full" / "report.json")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["report.json", "tr.jsonl", "tr.jsonl.dropped.jsonl"]
