@@ -17,8 +17,8 @@ from typing import Any, Iterable, Iterator
 import srsly
 import typer
 
-from .readers import FORMATS, ReadReport, read_corpus
-from .records import Record, validate_record, write_records, write_text_atomic
+from .readers import FORMATS, ReadReport, check_language, read_corpus
+from .records import Record, RecordError, validate_record, write_records, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 
 # Formats whose corpora use their own labels: the label map used when none is given.
@@ -30,6 +30,7 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
     """Read (or generate) a corpus, validate every record, write them atomically; return the report."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
+    check_language(lang)  # before anything is read or written
     report: dict[str, Any] = {"format": fmt, "lang": lang, "input": None if fmt == "synth" else str(inp), "out": str(out)}
     per_record: list[dict[str, Any]] = []
     if fmt == "synth":
@@ -75,8 +76,17 @@ def extract_command(
     on_error: str = typer.Option("raise", "--on-error", help="raise: stop at the first bad record; skip: skip it and report its id"),
 ) -> None:
     """Extract a corpus (brat, jsonl, docbin, i2b2 or the embedded synthetic corpus) into validated JSONL."""
-    rep = extract(None if inp == "-" else inp, fmt, lang, out, report, label_map, n, seed, on_error)
+    try:
+        rep = extract(None if inp == "-" else inp, fmt, lang, out, report, label_map, n, seed, on_error)
+    except ValueError as err:
+        if isinstance(err, RecordError):
+            raise  # a bad record: the factory command prints it (file and record, no text)
+        typer.echo(f"error: {err}", err=True)  # a bad option (format, language, on_error)
+        raise typer.Exit(1)
     reader = rep.get("reader", {})
+    for skipped in reader.get("skipped", []):
+        # the reasons name file, record and offsets only: safe to show
+        typer.echo(f"skipped: {skipped['reason']}", err=True)
     typer.echo(f"wrote {rep['records_written']} records to {out}"
                + (f" (skipped {reader['records_skipped']}, spans dropped by label {reader['spans_dropped_by_label']})" if reader else ""))
     typer.echo(format_summary(rep["stats"], title=f"{fmt}:{inp}"))

@@ -8,8 +8,15 @@ it, the annotated string). `normalize()` turns one into a validated `Record` wit
 - offsets must lie inside the text and the annotated string must equal the text slice;
 - spans are trimmed of surrounding spaces/punctuation (counted), exact duplicates are dropped (counted),
   overlapping spans of one label are an error, overlapping spans of different labels are an error;
+- a record with an empty (or whitespace-only) text is an error: it carries nothing to learn from;
 - a bad record raises `RecordError` naming file and record, or (on_error="skip") is skipped and its id
   and reason (offsets and labels only, never text) go to the report.
+
+Readers never raise for one bad file or line: they yield a RawRecord with `error` set, so that with
+on_error="skip" the records after it are still read (a generator that raised cannot be resumed).
+A leading UTF-8 byte order mark (BOM) is an encoding marker, not text: no record text starts with
+one. Where the BOM comes before anything offsets count (a JSONL or .ann file, an XML declaration)
+it is simply dropped; a brat .txt's BOM is counted by brat's offsets, so brat.py moves the spans.
 
 `read_corpus(path, fmt, label_map, lang)` dispatches on the format and returns the records; the
 `ReadReport` passed in holds the counts.
@@ -44,6 +51,32 @@ class RawRecord:
     spans: list[RawSpan]
     source: str  # file (and line/document) the record came from, for error messages
     meta: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # why the reader could not read it (names file and record, never text)
+
+
+def unreadable(rid: str, source: str, error: RecordError | str) -> RawRecord:
+    """The placeholder a reader yields for a file, line or record it could not read."""
+    return RawRecord(id=rid, text="", spans=[], source=source, error=str(error))
+
+
+BOM = "\ufeff"  # byte order mark, as decoded from UTF-8 (Windows editors write one)
+
+
+def strip_bom(text: str) -> str:
+    """Drop a leading byte order mark (only where no offset counts it, see the module docstring)."""
+    return text[1:] if text.startswith(BOM) else text
+
+
+def check_language(lang: str) -> None:
+    """Raise ValueError for a language code spaCy does not know (a typo such as "sp" or "zz" would
+    otherwise go unnoticed until a later stage). A code spaCy knows but with no languages/<lc>/
+    locale is fine here: extraction needs no locale, the stages that do say so themselves."""
+    from spacy.util import get_lang_class
+
+    try:
+        get_lang_class(lang)
+    except (ImportError, ValueError, KeyError):
+        raise ValueError(f"unknown language code {lang!r} (not a language spaCy knows)") from None
 
 
 @dataclass
@@ -81,6 +114,8 @@ def normalize(raw: RawRecord, lang: str, label_map: dict[str, str | None] | None
     """Map, check and trim the spans of one raw record; raise RecordError naming file and record."""
     where = f"{raw.source}: record {raw.id!r}"
     text = raw.text
+    if not text.strip():
+        raise RecordError(f"{where}: empty text")
     n = len(text)
     spans: list[Span] = []
     problems: list[str] = []
@@ -174,6 +209,7 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
     """
     if on_error not in ("raise", "skip"):
         raise ValueError("on_error must be 'raise' or 'skip'")
+    check_language(lang)
     report = report if report is not None else ReadReport()
     if fmt == "synth":
         from ..synth import generate_records
@@ -191,6 +227,8 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
     for raw in iter_raw(path, fmt, lang, report):
         report.records_read += 1
         try:
+            if raw.error is not None:
+                raise RecordError(raw.error)
             if raw.id in seen:
                 raise RecordError(f"{raw.source}: record {raw.id!r}: duplicate record id")
             record = normalize(raw, lang, mapping, report)
@@ -222,4 +260,5 @@ def record_id_from(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-__all__ = ["FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files"]
+__all__ = ["FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files",
+           "check_language", "strip_bom", "unreadable"]
