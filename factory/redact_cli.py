@@ -2,10 +2,17 @@
 
 Inputs: text files, folders (every *.txt and *.jsonl below them, sorted) and JSONL files of
 records ({"id", "text", ...}). Documents stream through the router (nlp.pipe in batches, bounded
-chunks) with a progress bar. A file that is not UTF-8, an empty file and a broken JSONL line
-get a message naming the file (and line) and are skipped; the batch goes on. The report
-(--report) counts documents per pipeline, unrouted languages and skipped inputs. No document
-text is ever logged.
+chunks) with a progress bar. A file that is not UTF-8, an empty file or record, a broken JSONL
+line and a second document with the same output name get a message naming the file (and line)
+and are skipped; the batch goes on. Documents whose language has no pipeline go to the fallback
+and are listed in the report by input; with no fallback (--fallback none) they would come out
+unredacted, so they are not written and are reported as skipped. The report (--report) counts
+documents per pipeline, unrouted languages and skipped inputs. No document text is ever logged.
+
+Line endings and a leading byte order mark (BOM) are kept: a CRLF file comes out CRLF, and a BOM
+file comes out with its BOM. The BOM is hidden from the pipeline (it is not text, and glued to the
+first word it could hide a name) and counted in output offsets, as brat counts it.
+Documents longer than a pipeline's max_length are processed in pieces by the router.
 
 Outputs (--format):
   text   OUT/ folder: one redacted .txt per document (input folder layout kept; JSONL records
@@ -37,13 +44,22 @@ from .runtime.router import Router
 log = logging.getLogger(__name__)
 OUTPUT_FORMATS = ("text", "jsonl", "brat")
 _SAFE_ID = re.compile(r"[^\w.\-]+")
+BOM = "\ufeff"  # byte order mark
+BOM_BYTES = BOM.encode("utf-8")
 
 
 @dataclass
 class Source:
     id: str  # also the relative output name
-    text: str
+    text: str  # without the file's BOM, if it had one
     origin: str  # file (and line) it came from, for messages
+    bom: str = ""  # the BOM the file started with ("" when none), written back in front of the output
+
+
+def _skip(problems: list[dict], where: str, problem: str, level: int = logging.ERROR) -> None:
+    """Record a skipped input; `where` is a file (and line), `problem` never holds document text."""
+    problems.append({"input": where, "problem": problem})
+    log.log(level, "%s: %s, skipped", where, problem)
 
 
 def iter_sources(inputs: list[Path], problems: list[dict]) -> Iterator[Source]:
@@ -55,53 +71,67 @@ def iter_sources(inputs: list[Path], problems: list[dict]) -> Iterator[Source]:
         elif inp.exists():
             files, base = [inp], inp.parent
         else:
-            problems.append({"input": str(inp), "problem": "not found"})
-            log.error("%s: not found, skipped", inp)
+            _skip(problems, str(inp), "not found")
             continue
         for path in files:
             rel = path.relative_to(base)
             try:
                 raw = path.read_bytes()
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                problems.append({"input": str(path), "problem": f"not UTF-8 (byte offset {err.start})"})
-                log.error("%s: not UTF-8 (byte offset %d), skipped", path, err.start)
-                continue
             except OSError as err:
-                problems.append({"input": str(path), "problem": f"unreadable ({err.strerror})"})
-                log.error("%s: unreadable (%s), skipped", path, err.strerror)
+                _skip(problems, str(path), f"unreadable ({err.strerror})")
                 continue
             if path.suffix == ".jsonl":
-                yield from _jsonl_sources(path, text, problems)
+                yield from _jsonl_sources(path, raw, problems)
                 continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                _skip(problems, str(path), f"not UTF-8 (byte offset {err.start})")
+                continue
+            bom = BOM if text.startswith(BOM) else ""
+            text = text[len(bom):]
             if not text.strip():
-                problems.append({"input": str(path), "problem": "empty"})
-                log.warning("%s: empty, skipped", path)
+                _skip(problems, str(path), "empty", logging.WARNING)
                 continue
-            yield Source(str(rel.with_suffix("")), text, str(path))
+            yield Source(str(rel.with_suffix("")), text, str(path), bom)
 
 
-def _jsonl_sources(path: Path, text: str, problems: list[dict]) -> Iterator[Source]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
+def _jsonl_sources(path: Path, raw: bytes, problems: list[dict]) -> Iterator[Source]:
+    """One Source per record line. Lines are decoded one by one, so that one line that is not UTF-8
+    costs that record only. Split on "\\n" only: str.splitlines() would also split inside a record
+    at a U+2028, U+0085..., which JSON allows raw in strings; a CRLF's "\\r" is whitespace around
+    the JSON, and a BOM before the first record is dropped."""
+    found = False
+    for lineno, line_bytes in enumerate(raw.split(b"\n"), start=1):
+        if lineno == 1 and line_bytes.startswith(BOM_BYTES):
+            line_bytes = line_bytes[len(BOM_BYTES):]
+        if not line_bytes.strip():
             continue
+        found = True
         where = f"{path}:{lineno}"
         try:
-            data = json.loads(line)
+            data = json.loads(line_bytes.decode("utf-8"))
+        except UnicodeDecodeError:
+            _skip(problems, where, "not UTF-8")
+            continue
         except ValueError:
-            problems.append({"input": where, "problem": "not valid JSON"})
-            log.error("%s: not valid JSON, skipped", where)
+            _skip(problems, where, "not valid JSON")
             continue
         if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-            problems.append({"input": where, "problem": "no `text` string"})
-            log.error("%s: record has no `text` string, skipped", where)
+            _skip(problems, where, "no `text` string")
             continue
         rid = str(data.get("id", f"{path.stem}-{lineno}"))
         if not data["text"].strip():
-            problems.append({"input": where, "problem": f"record {rid!r} is empty"})
-            log.warning("%s: record %r is empty, skipped", where, rid)
+            _skip(problems, where, f"record {rid!r} is empty", logging.WARNING)
             continue
         yield Source(rid, data["text"], where)
+    if not found:
+        _skip(problems, str(path), "empty", logging.WARNING)
+
+
+def _ann_value(value: str) -> str:
+    # a brat .ann line holds the annotated string on one line: line breaks (CR too) become spaces
+    return value.replace("\r", " ").replace("\n", " ")
 
 
 def _out_name(doc_id: str) -> str:
@@ -122,6 +152,8 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     if router is None:
         router = Router.from_names(pipelines, fallback=fallback, detect_chars=detect_chars, seed=seed)
     problems: list[dict] = []
+    unrouted: list[dict] = []
+    written_from: dict[str, str] = {}  # output name -> the input that took it
     sources = iter_sources(inputs, problems)
     stream = ((s.text, s) for s in sources)
     jsonl_handle = jsonl_tmp = None
@@ -136,23 +168,37 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
         for routed in tqdm(router.pipe(stream, batch_size=batch_size, as_tuples=True), desc="redact",
                            unit="doc", disable=not progress, file=sys.stderr):
             src: Source = routed.meta
+            if routed.pipeline in ("fallback", "none"):
+                unrouted.append({"input": src.origin, "id": src.id, "lang": routed.lang, "pipeline": routed.pipeline})
+                log.info("%s: language %r has no pipeline (%s)", src.origin, routed.lang, routed.pipeline)
+            if routed.pipeline == "none":
+                # no pipeline and no fallback: the document would come out unredacted
+                _skip(problems, src.origin, f"language {routed.lang!r} has no pipeline and no fallback (--fallback none): not written",
+                      logging.WARNING)
+                continue
+            name = _out_name(src.id)
+            if output_format != "jsonl":
+                if name in written_from:
+                    _skip(problems, src.origin, f"output name {name!r} already written for {written_from[name]}")
+                    continue
+                written_from[name] = src.origin
             spans = [(e.start_char, e.end_char, e.label_) for e in routed.doc.ents]
             sources_ = [e._.deid_source for e in routed.doc.ents]
-            lang = routed.lang if routed.pipeline not in ("fallback", "none") else None
+            lang = routed.lang if routed.pipeline != "fallback" else None
             redacted, _ = redact_text(src.text, spans, mode=mode, lang=lang, seed=seed, doc_id=src.id)
-            name = _out_name(src.id)
+            shift = len(src.bom)  # output offsets count the BOM, as in the file
             if output_format == "text":
-                write_text_atomic(out / f"{name}.txt", redacted)
+                write_text_atomic(out / f"{name}.txt", src.bom + redacted)
             elif output_format == "brat":
-                write_text_atomic(out / f"{name}.txt", src.text)
-                ann = "".join(f"T{i}\t{lab} {s} {e}\t{src.text[s:e].replace(chr(10), ' ')}\n"
+                write_text_atomic(out / f"{name}.txt", src.bom + src.text)
+                ann = "".join(f"T{i}\t{lab} {s + shift} {e + shift}\t{_ann_value(src.text[s:e])}\n"
                               for i, (s, e, lab) in enumerate(spans, start=1))
                 write_text_atomic(out / f"{name}.ann", ann)
             else:
                 row = {"id": src.id, "lang": routed.lang, "pipeline": routed.pipeline,
-                       "spans": [{"start": s, "end": e, "label": lab, "source": so}
+                       "spans": [{"start": s + shift, "end": e + shift, "label": lab, "source": so}
                                  for (s, e, lab), so in zip(spans, sources_)],
-                       "redacted": redacted}
+                       "redacted": src.bom + redacted}
                 jsonl_handle.write(srsly.json_dumps(row) + "\n")
                 jsonl_handle.flush()
             written += 1
@@ -161,10 +207,11 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             os.replace(jsonl_tmp, out)
     finally:
         if jsonl_handle is not None and not jsonl_handle.closed:
-            # keep what was done: the partial output stays next to OUT for inspection
+            # a half-written output is worse than none: drop it; an earlier OUT stays as it was
             jsonl_handle.close()
-            log.error("interrupted: partial output kept in %s", jsonl_tmp)
-    return {"written": written, "skipped": problems, "router": router.stats.to_dict(),
+            os.unlink(jsonl_tmp)
+            log.error("interrupted: nothing written to %s", out)
+    return {"written": written, "skipped": problems, "unrouted": unrouted, "router": router.stats.to_dict(),
             "pipelines": sorted(router.pipelines), "fallback": router.fallback_name,
             "mode": mode, "format": output_format}
 

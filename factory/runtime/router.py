@@ -10,6 +10,9 @@ text, or detected below `min_confidence`) go to the fallback:
   a language   e.g. "en": that loaded pipeline;
   None         no fallback: the document comes back with no spans (still reported).
 Every routing decision is counted in `router.stats` (documents per pipeline, unknown languages).
+A document longer than its pipeline's `nlp.max_length` (spaCy refuses those; 1,000,000 characters
+by default) is cut at paragraph/line breaks into pieces under the limit, each piece is processed
+and the pieces' Docs are joined back into one Doc over the whole text (offsets as in the input).
 
 `Router.from_names(["deid_es", "deid_fr"])` loads installed packages (or pipeline folders);
 `Router.from_names(None)` loads every installed deid_* package.
@@ -25,6 +28,7 @@ from .merger import _Candidate, resolve
 
 DEFAULT_UNION_LABELS = ("ID", "EMAIL", "PHONE", "URL", "IP", "DATE")
 FALLBACK = "fallback"
+SPACY_DEFAULT_MAX_LENGTH = 1_000_000
 
 
 @dataclass
@@ -83,12 +87,70 @@ class UnionPacks:
         doc.spans["deid"] = spans
         return doc
 
+    @property
+    def max_length(self) -> int:
+        return self.nlp.max_length
+
     def __call__(self, text: str):
         return self._annotate(self.nlp.make_doc(text))
 
     def pipe(self, texts: Iterable[str], batch_size: int = 32):
         for text in texts:
             yield self(text)
+
+
+def split_long_text(text: str, limit: int) -> list[str]:
+    """Consecutive pieces of `text`, each at most `limit` characters, that join back to `text`.
+
+    A piece ends after the last paragraph break (blank line) in the second half of its window, else
+    after the last line break there, else after the last space; only a window without any of these
+    is cut hard. Cutting between paragraphs keeps PHI spans (which never cross a blank line in
+    practice) whole, and the second-half rule keeps the number of pieces close to len/limit.
+    """
+    if limit <= 0:
+        raise ValueError("limit must be positive")
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > limit:
+        window_end = start + limit
+        half = start + limit // 2
+        cut = -1
+        for sep in ("\n\n", "\n", " "):
+            found = text.rfind(sep, half, window_end)
+            if found != -1:
+                cut = found + len(sep)
+                break
+        if cut <= start or cut > window_end:
+            cut = window_end
+        pieces.append(text[start:cut])
+        start = cut
+    pieces.append(text[start:])
+    return pieces
+
+
+def _pipe_within_max_length(nlp, texts: list[str], batch_size: int) -> Iterator[Any]:
+    """nlp.pipe(texts), except that a text over nlp.max_length is processed in pieces and joined
+    back with Doc.from_docs (exact text, entities, span groups and their extension values kept)."""
+    limit = getattr(nlp, "max_length", SPACY_DEFAULT_MAX_LENGTH) or SPACY_DEFAULT_MAX_LENGTH
+    if all(len(t) <= limit for t in texts):
+        yield from nlp.pipe(texts, batch_size=batch_size)
+        return
+    from spacy.tokens import Doc
+
+    pieces: list[str] = []
+    owner: list[int] = []  # index in `texts` of each piece
+    for i, text in enumerate(texts):
+        for piece in split_long_text(text, limit) if len(text) > limit else [text]:
+            pieces.append(piece)
+            owner.append(i)
+    current, parts = 0, []
+    for i, doc in zip(owner, nlp.pipe(pieces, batch_size=batch_size)):
+        if i != current:
+            yield parts[0] if len(parts) == 1 else Doc.from_docs(parts, ensure_whitespace=False, exclude=["tensor"])
+            current, parts = i, []
+        parts.append(doc)
+    if parts:
+        yield parts[0] if len(parts) == 1 else Doc.from_docs(parts, ensure_whitespace=False, exclude=["tensor"])
 
 
 def pack_of(nlp):
@@ -202,10 +264,10 @@ class Router:
         for target, idx in groups.items():
             texts = [chunk[i][0] for i in idx]
             if target == "none":
-                processed = (self._blank().make_doc(t) for t in texts)
+                nlp = self._blank()  # tokenizer only: no spans
             else:
                 nlp = self.fallback if target == FALLBACK else self.pipelines[target]
-                processed = nlp.pipe(texts, batch_size=batch_size)
+            processed = _pipe_within_max_length(nlp, texts, batch_size)
             for i, doc in zip(idx, processed):
                 docs[i] = doc
         for i, (text, meta) in enumerate(chunk):
