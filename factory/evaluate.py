@@ -159,7 +159,7 @@ def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None
     raise EvalError(f"{path}: unknown corpus format (expected .spacy, .jsonl or a brat folder)")
 
 
-def predict(nlp, texts: Sequence[str], batch_size: int = 32) -> dict[str, list[list[SpanT]]]:
+def predict(nlp, texts: Sequence[str], batch_size: int = 16) -> dict[str, list[list[SpanT]]]:
     """Predictions of the three systems for each text, from one pass of the pipeline."""
     out = {s: [] for s in SYSTEMS}
     for doc in nlp.pipe(texts, batch_size=batch_size):
@@ -172,7 +172,7 @@ def predict(nlp, texts: Sequence[str], batch_size: int = 32) -> dict[str, list[l
 
 def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Path,
                       training_dir: str | Path | None = None, lang: str | None = None,
-                      label_map: str | None = None, batch_size: int = 32) -> dict:
+                      label_map: str | None = None, batch_size: int = 16) -> dict:
     """Run the pipeline on the corpus, write metrics.json, report.md and plots; return the metrics."""
     import spacy
 
@@ -302,7 +302,7 @@ def evaluate_command(
     training_dir: Path = typer.Option(None, "--training-dir", help="Training folder (log.jsonl) for the curve"),
     lang: str = typer.Option(None, "--lang", help="Language of a brat corpus"),
     label_map: str = typer.Option(None, "--label-map", help="Label map of a brat corpus (e.g. meddocan)"),
-    batch_size: int = typer.Option(32, "--batch-size"),
+    batch_size: int = typer.Option(16, "--batch-size", help="documents per nlp.pipe batch (memory grows with it)"),
 ) -> None:
     """Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -142,7 +142,7 @@ def _out_name(doc_id: str) -> str:
 
 def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mode: str = "tag",
                  pipelines: list[str] | None = None, fallback: str | None = "union", seed: int = 0,
-                 batch_size: int = 32, detect_chars: int = 1000, router: Router | None = None,
+                 batch_size: int = 16, detect_chars: int = 1000, router: Router | None = None,
                  progress: bool = True) -> dict:
     """Route, redact and write every document; returns the report."""
     if output_format not in OUTPUT_FORMATS:
@@ -224,7 +224,7 @@ def redact_command(
     pipelines: str = typer.Option(None, "--pipelines", "-p", help="Comma-separated deid_<lang> packages or folders (default: all installed)"),
     fallback: str = typer.Option("union", "--fallback", help="'union' (structured regex packs), a language code of a loaded pipeline, or 'none'"),
     seed: int = typer.Option(0, "--seed", help="Seed of language detection and surrogates"),
-    batch_size: int = typer.Option(32, "--batch-size"),
+    batch_size: int = typer.Option(16, "--batch-size", help="documents per nlp.pipe batch (memory grows with it)"),
     detect_chars: int = typer.Option(1000, "--detect-chars", help="Characters read for language detection"),
     report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),

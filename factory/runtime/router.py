@@ -94,7 +94,7 @@ class UnionPacks:
     def __call__(self, text: str):
         return self._annotate(self.nlp.make_doc(text))
 
-    def pipe(self, texts: Iterable[str], batch_size: int = 32):
+    def pipe(self, texts: Iterable[str], batch_size: int = 16):
         for text in texts:
             yield self(text)
 
@@ -227,7 +227,7 @@ class Router:
     def __call__(self, text: str) -> Routed:
         return next(self.pipe([text]))
 
-    def pipe(self, texts: Iterable[Any], batch_size: int = 32, chunk_size: int = 256,
+    def pipe(self, texts: Iterable[Any], batch_size: int = 16, chunk_size: int = 256,
              as_tuples: bool = False) -> Iterator[Routed]:
         """Route and process a stream of texts (or (text, meta) tuples); output keeps input order.
 
