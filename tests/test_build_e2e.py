@@ -1,7 +1,10 @@
 """End to end through the spaCy projects: a small es build (offline, no Argos) and a small fr
 build through the es->en->fr pivot with test-built copy-model Argos packages. Each copies its
 language project (and regex pack) into a temporary tree so the checkout stays clean, and installs
-the wheel into a temporary --target (PIP_TARGET) instead of the test environment."""
+the wheel into a temporary --target (PIP_TARGET) instead of the test environment.
+
+Both builds run with every network socket blocked in every process (tests/test_privacy.py's socket
+guard), and everything they print or log is searched for the PHI strings of their input corpus."""
 
 import json
 import os
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from deid_factory import PROJECT_ROOT
+from test_privacy import assert_guard_active, leaked_phi, network_guard_env, phi_strings
 
 pytestmark = pytest.mark.slow
 SMALL = ["--vars.n_records", "40", "--vars.max_epochs", "2", "--vars.patience", "2"]
@@ -27,10 +31,27 @@ def _copy_project(lang: str, root: Path) -> Path:
 
 
 def _weasel(args, cwd, env):
+    """Run a workflow; return all it printed (stdout + stderr, read by the PHI check)."""
     ret = subprocess.run([sys.executable, "-m", "spacy", "project", "run", *args], cwd=cwd, env=env,
                          capture_output=True, text=True, timeout=900)
     assert ret.returncode == 0, (ret.stdout[-4000:], ret.stderr[-4000:])
-    return ret.stdout
+    return ret.stdout + ret.stderr
+
+
+def _check_offline_and_no_phi_logged(project: Path, printed: str, env: dict, attempts: Path) -> None:
+    """No process of the build even tried the network (and the guard was really there), and no PHI
+    string of the extracted corpus is in what the build printed, in a log file it wrote, or in a
+    stage report / metrics file (those are shared freely, unlike the corpus files themselves)."""
+    assert not attempts.exists(), attempts.read_text()
+    assert_guard_active(env, attempts)
+    phi = phi_strings(project / "corpus" / "extracted.jsonl")
+    assert len(phi) >= 20  # the check has something to find
+    logs = [p for p in project.rglob("*") if p.is_file() and (p.suffix == ".log" or p.name == "log.jsonl")]
+    reports = [*project.glob("corpus/**/*.json"), *project.glob("metrics/*.json"), *project.glob("metrics/*.md"),
+               *project.glob("training/*.json")]
+    assert len(reports) >= 8
+    texts = [printed] + [p.read_text(encoding="utf-8", errors="replace") for p in sorted(logs + reports)]
+    assert leaked_phi(phi, "\n".join(texts)) == []
 
 
 def _load_installed(site: Path, name: str, text: str, cwd: Path) -> list:
@@ -56,8 +77,8 @@ def _check_build(project: Path, lang: str):
 def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     project = _copy_project("es", tmp_path)
     site = tmp_path / "site"
-    env = {**os.environ, "PIP_TARGET": str(site)}
-    _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env)
+    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    printed = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env)
     _check_build(project, "es")
     text = "Paciente Marta Gil Romero ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
     labels = {lab for _, _, lab in _load_installed(site, "deid_es", text, tmp_path)}
@@ -65,6 +86,7 @@ def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     # nothing changed: the expensive stages are skipped
     out = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env)
     assert "Skipping 'train'" in out and "Skipping 'translate'" in out
+    _check_offline_and_no_phi_logged(project, printed + out, env, attempts)
 
 
 def test_small_fr_build_through_the_pivot(tmp_path):
@@ -74,11 +96,12 @@ def test_small_fr_build_through_the_pivot(tmp_path):
                    capture_output=True, timeout=600)
     assert len(list(argos.glob("*.argosmodel"))) == 2
     site = tmp_path / "site"
-    env = {**os.environ, "PIP_TARGET": str(site)}
+    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
     # copy-model Argos translation costs seconds per record on 2 cores: 16 records (train 12, dev 2, test 2)
     fr_small = ["--vars.n_records", "16", *SMALL[2:]]
-    _weasel(["build", str(project), *fr_small], cwd=tmp_path, env=env)
+    printed = _weasel(["build", str(project), *fr_small], cwd=tmp_path, env=env)
     metrics = _check_build(project, "fr")
+    _check_offline_and_no_phi_logged(project, printed, env, attempts)
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
     assert report["route"] == ["es", "en", "fr"] and report["kept"] > 0  # Argos ran, through the pivot
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0

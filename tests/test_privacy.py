@@ -1,0 +1,276 @@
+"""Privacy: the router runs with network sockets blocked, and no log line, report or error message
+of a stage or of the router holds a PHI string of its input. (The whole small build runs under the
+same socket guard with the same PHI check in tests/test_build_e2e.py, so CI builds only once.)
+
+The socket guard (NETWORK_GUARD_SITECUSTOMIZE) is a sitecustomize.py put on PYTHONPATH: every Python
+process of a run -- the command, spaCy's and weasel's children, spawned translation workers, pip --
+installs it at start. It refuses every connection and name lookup except local AF_UNIX sockets and
+writes one line per attempt to $DEID_NET_GUARD_LOG, so a test can assert that nothing even tried.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deid_factory.cli import app
+from deid_factory.records import Record, Span, read_records, write_records
+
+NETWORK_GUARD_SITECUSTOMIZE = r'''
+import errno
+import os
+import socket
+
+_LOG = os.environ.get("DEID_NET_GUARD_LOG")
+
+
+def _refuse(what):
+    with open(_LOG, "a", encoding="utf-8") as handle:
+        handle.write(f"pid {os.getpid()}: {what}\n")
+    raise OSError(errno.ENETUNREACH, "network blocked by the test socket guard")
+
+
+if _LOG:
+    _connect, _connect_ex, _sendto = socket.socket.connect, socket.socket.connect_ex, socket.socket.sendto
+
+    def connect(self, address):
+        if self.family == socket.AF_UNIX:
+            return _connect(self, address)
+        _refuse(f"connect {address!r}")
+
+    def connect_ex(self, address):
+        if self.family == socket.AF_UNIX:
+            return _connect_ex(self, address)
+        _refuse(f"connect_ex {address!r}")
+
+    def sendto(self, *args):
+        if self.family == socket.AF_UNIX:
+            return _sendto(self, *args)
+        _refuse("sendto")
+
+    def lookup(*args, **kwargs):
+        _refuse(f"name lookup {args[:1]!r}")
+
+    socket.socket.connect, socket.socket.connect_ex, socket.socket.sendto = connect, connect_ex, sendto
+    socket.getaddrinfo = socket.gethostbyname = socket.gethostbyname_ex = socket.gethostbyaddr = lookup
+'''
+
+# A connection attempt of a child process, to prove the guard is installed where the run runs.
+_PROBE = "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=2)"
+
+
+def network_guard_env(tmp_path: Path, env: dict | None = None) -> tuple[dict, Path]:
+    """Environment that installs the socket guard in every Python process started with it, and the
+    file where the guard logs each refused attempt."""
+    site = tmp_path / "network_guard_site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(NETWORK_GUARD_SITECUSTOMIZE, encoding="utf-8")
+    attempts = tmp_path / "network_attempts.log"
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(site), env.get("PYTHONPATH", "")] if p)
+    env["DEID_NET_GUARD_LOG"] = str(attempts)
+    return env, attempts
+
+
+def assert_guard_active(env: dict, attempts: Path) -> None:
+    """A child process started with env cannot connect, and the attempt is logged."""
+    lines_before = attempts.read_text().count("\n") if attempts.exists() else 0
+    ret = subprocess.run([sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60)
+    assert ret.returncode != 0 and "network blocked by the test socket guard" in ret.stderr, ret.stderr
+    assert attempts.read_text().count("\n") == lines_before + 1
+
+
+# Strings shorter than this are not searched: ages ("54"), days, initials and short surnames ("Gil")
+# also occur as ordinary numbers and words in progress bars, timings, losses and label tables, so a
+# hit would prove nothing. Every longer PHI string (names, full dates, IDs, phones, addresses,
+# e-mails) must not occur as a whole word anywhere in what a run prints or logs.
+MIN_PHI_CHARS = 4
+
+
+def phi_strings(records_path: Path) -> set[str]:
+    return {t.strip() for rec in read_records(records_path) for t in rec.span_texts() if len(t.strip()) >= MIN_PHI_CHARS}
+
+
+def leaked_phi(phi: set[str], text: str) -> list[str]:
+    """The PHI strings found in text as whole words (not inside a longer word or number)."""
+    return sorted(p for p in phi if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
+
+
+# ----------------------------------------------------------------------------- the guard itself
+def test_the_socket_guard_blocks_child_processes_but_not_local_unix_sockets(tmp_path):
+    env, attempts = network_guard_env(tmp_path)
+    assert_guard_active(env, attempts)
+    code = ("import socket\n"
+            "a, b = socket.socketpair(socket.AF_UNIX)\n"
+            "a.sendall(b'ok'); print(b.recv(2).decode())\n"
+            "try:\n    socket.getaddrinfo('example.org', 443)\nexcept OSError as err:\n    print(err)\n")
+    ret = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert ret.returncode == 0, ret.stderr
+    assert ret.stdout.splitlines() == ["ok", "[Errno 101] network blocked by the test socket guard"]
+    assert "name lookup ('example.org',)" in attempts.read_text()
+
+
+# ----------------------------------------------------------------------------- the router
+# Invented notes (nobody real), one per language the router meets: es has a pipeline, fr and en go
+# to the union fallback. Every PHI string is long enough to be searched (MIN_PHI_CHARS).
+_NOTES = {
+    "es_1": ("Paciente Leocadia Ybarra Quintanilla, DNI 48213579Q, ingresa el 14/02/2023 en el Hospital Valdeluz. "
+             "Teléfono de contacto 689 412 377, correo leocadia.ybarra@correo-ejemplo.es. Vive en Calle Almendrales 19, Zamora. "
+             "Refiere dolor torácico opresivo de dos horas de evolución, sin fiebre."),
+    "es_2": ("El doctor Anselmo Villaverde Icaza remite a la paciente desde Ponferrada el 03/11/2022. "
+             "NHC 7734120. Antecedentes de hipertensión arterial y diabetes tipo 2 en tratamiento con metformina."),
+    "fr_1": ("Patiente Ghislaine Tournefort, née le 12/07/1961, adressée par le Dr Perrichon de Clermont-Ferrand. "
+             "Téléphone 04 73 55 21 90. Elle se plaint de douleurs abdominales depuis trois jours."),
+    "en_1": ("Patient Thaddeus Wexley-Brandt was seen on 2021-09-30 at Harrowgate Infirmary. "
+             "Phone (555) 014-7781, e-mail t.wexley@example.org. He reports chest pain since yesterday."),
+}
+
+
+def _note_records() -> list[Record]:
+    """The notes as records with exact PHI spans (found by their surface strings)."""
+    phi = {
+        "es_1": ["Leocadia Ybarra Quintanilla", "48213579Q", "14/02/2023", "Hospital Valdeluz", "689 412 377",
+                 "leocadia.ybarra@correo-ejemplo.es", "Calle Almendrales 19", "Zamora"],
+        "es_2": ["Anselmo Villaverde Icaza", "Ponferrada", "03/11/2022", "7734120"],
+        "fr_1": ["Ghislaine Tournefort", "12/07/1961", "Perrichon", "Clermont-Ferrand", "04 73 55 21 90"],
+        "en_1": ["Thaddeus Wexley-Brandt", "2021-09-30", "Harrowgate Infirmary", "(555) 014-7781", "t.wexley@example.org"],
+    }
+    labels = {"@": "EMAIL", "/": "DATE", "Hospital": "ORGANIZATION", "Infirmary": "ORGANIZATION"}
+    records = []
+    for rid, text in _NOTES.items():
+        spans = []
+        for surface in phi[rid]:
+            start = text.index(surface)
+            label = next((lab for key, lab in labels.items() if key in surface), "PERSON" if surface[0].isalpha() else "ID")
+            spans.append(Span(start, start + len(surface), label))
+        records.append(Record(rid, rid[:2], text, spans, {}))
+    return records
+
+
+@pytest.fixture(scope="module")
+def privacy_deid_es(tmp_path_factory) -> Path:
+    """deid_es without a trained NER (the es regex pack + merger): the router and redaction run the
+    same code as with a full pipeline, in a second instead of a training run."""
+    from deid_factory.package import assemble_pipeline
+
+    out = tmp_path_factory.mktemp("privacy_pipeline") / "deid_es"
+    assemble_pipeline(None, "es", out)
+    return out
+
+
+def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
+    """`factory redact` over text files and a JSONL file, with every socket blocked and a broken
+    input among them: it succeeds, tries no connection, and neither its output on the terminal
+    (logging, progress bar, summary) nor its --report holds a PHI string of the input."""
+    records = _note_records()
+    phi = {t for rec in records for t in rec.span_texts()}
+    assert all(len(p) >= MIN_PHI_CHARS for p in phi)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for rec in records[:3]:
+        (notes / f"{rec.id}.txt").write_text(rec.text, encoding="utf-8")
+    write_records(tmp_path / "more.jsonl", records[3:] + records[:1])
+    # broken inputs the router must skip, naming the file (and line), not their text
+    (notes / "latin1.txt").write_bytes("Paciente Leocadia Ybarra Quintanilla, año 2023.".encode("latin-1"))
+    with (tmp_path / "more.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write('{"id": "broken", "text": "Anselmo Villaverde Icaza, DNI 48213579Q\n')
+    env, attempts = network_guard_env(tmp_path)
+    report = tmp_path / "report.json"
+    ret = subprocess.run([sys.executable, "-m", "deid_factory", "redact", str(notes), str(tmp_path / "more.jsonl"),
+                          "--out", str(tmp_path / "redacted.jsonl"), "--format", "jsonl", "--mode", "surrogate",
+                          "--pipelines", str(privacy_deid_es), "--report", str(report)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert ret.returncode == 0, ret.stderr[-3000:]
+    assert not attempts.exists(), attempts.read_text()
+    result = json.loads(report.read_text())
+    assert result["written"] == 5 and len(result["skipped"]) == 2
+    printed = ret.stdout + ret.stderr
+    assert "latin1.txt" in printed and "more.jsonl" in printed  # the skipped inputs are named
+    assert leaked_phi(phi, printed) == []
+    assert leaked_phi(phi, report.read_text()) == []
+    # the redaction did happen: the structured PHI of the Spanish notes is gone from the output
+    redacted = (tmp_path / "redacted.jsonl").read_text(encoding="utf-8")
+    assert "48213579Q" not in redacted and "leocadia.ybarra@correo-ejemplo.es" not in redacted
+    assert_guard_active(env, attempts)
+
+
+# ----------------------------------------------------------------------------- error paths of stages
+def _factory(args, capsys) -> tuple[int, str]:
+    """Run the `factory` app in this process as the console script does; exit status and everything printed."""
+    with pytest.raises(SystemExit) as info:
+        app(args=[str(a) for a in args], prog_name="factory")
+    captured = capsys.readouterr()
+    return info.value.code, captured.out + captured.err
+
+
+@pytest.fixture()
+def privacy_source(tmp_path) -> tuple[Path, set[str]]:
+    """The Spanish notes plus records that break a stage, each carrying PHI in its text."""
+    records = [r for r in _note_records() if r.lang == "es"]
+    src = tmp_path / "notes_es.jsonl"
+    write_records(src, records)
+    return src, {t for rec in records for t in rec.span_texts()}
+
+
+def _append_line(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+def test_broken_json_line_error_names_file_and_line_without_its_text(privacy_source, tmp_path, capsys, caplog):
+    src, phi = privacy_source
+    _append_line(src, '{"id": "es_9", "text": "Paciente Leocadia Ybarra Quintanilla, DNI 48213579Q')
+    for args, out in ((["detect", src, tmp_path / "d.jsonl"], tmp_path / "d.jsonl"),
+                      (["placeholder", src, tmp_path / "p.jsonl"], tmp_path / "p.jsonl"),
+                      (["stats", src, "--out", tmp_path / "s.json"], tmp_path / "s.json")):
+        code, printed = _factory(args, capsys)
+        assert code == 1, args
+        assert f"{src}:3" in printed and "Traceback" not in printed
+        assert leaked_phi(phi, printed + caplog.text) == [], args
+        assert not out.exists()  # nothing half-written
+
+def test_bad_spans_are_reported_by_record_id_only(privacy_source, tmp_path, capsys, caplog):
+    """A record whose spans do not fit its text: the placeholder stage drops it (the good records
+    go through) and says why by id and offsets, never by the text it would have quoted."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    src, phi = privacy_source
+    bad_text = "Paciente Remedios Escolástica Urquiza, con DNI 51672093M, acude a urgencias."
+    phi |= {"Remedios Escolástica Urquiza", "51672093M"}
+    bad = Record("es_bad", "es", bad_text, [Span(9, 40, "PERSON"), Span(30, 57, "ID")], {})  # overlapping, off by a few
+    write_records(src, list(read_records(src)) + [bad])
+    code, printed = _factory(["placeholder", src, tmp_path / "p.jsonl", "--target", "fr",
+                              "--report", tmp_path / "report.json"], capsys)
+    assert code == 0
+    assert [r.id for r in read_records(tmp_path / "p.jsonl")] == ["es_1", "es_2"]
+    report = (tmp_path / "report.json").read_text()
+    assert "es_bad" in report + caplog.text
+    assert leaked_phi(phi, printed + caplog.text + report) == []
+
+
+def test_missing_route_and_unplaceholdered_input_errors_hold_no_phi(argos_home, privacy_source, tmp_path, capsys, caplog,
+                                                                     translate_no_network):
+    from deid_factory.placeholders import placeholder_file
+
+    src, phi = privacy_source
+    # records straight from extraction (no placeholders): refused, naming file, line and record
+    code, printed = _factory(["translate", src, tmp_path / "t.jsonl", "--source", "es", "--target", "fr"], capsys)
+    assert code == 1 and f"{src}:1" in printed and "es_1" in printed
+    assert leaked_phi(phi, printed + caplog.text) == []
+    # placeholdered, but no Argos route installed: stops at once, names the missing packages
+    ph = tmp_path / "ph.jsonl"
+    placeholder_file(src, ph, "fr")
+    empty = tmp_path / "no_packages"
+    empty.mkdir()
+    code, printed = _factory(["translate", ph, tmp_path / "t.jsonl", "--source", "es", "--target", "fr",
+                              "--packages-dir", empty, "--argos-dir", tmp_path / "argos"], capsys)
+    assert code == 1 and "translate-es_en" in printed
+    assert leaked_phi(phi, printed + caplog.text) == []
+    assert translate_no_network == []
