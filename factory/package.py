@@ -30,6 +30,7 @@ import srsly
 import typer
 
 from . import PROJECT_ROOT
+from .records import OutputError, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -132,10 +133,14 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         "requirements": list(WHEEL_REQUIREMENTS),
     })
     out_dir = Path(out_dir)
-    tmp, commit = _atomic_dir(out_dir)
     try:
-        nlp.to_disk(tmp)
-        commit()
+        tmp, commit = _atomic_dir(out_dir)
+    except OSError as err:
+        raise OutputError(out_dir, err) from None
+    try:
+        with writes_to(out_dir):
+            nlp.to_disk(tmp)
+            commit()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

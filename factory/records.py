@@ -6,8 +6,10 @@ Errors name the file and the record id and offsets, never the text (it is PHI).
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -148,6 +150,25 @@ class OutputError(OSError):
 
     def __str__(self) -> str:
         return str(self.strerror)
+
+
+# errno values only a write can cause: disk full, quota exceeded, read-only file system, file too large
+_WRITE_ONLY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+
+
+@contextmanager
+def writes_to(path: str | Path) -> Iterator[None]:
+    """For outputs that library code writes itself (spaCy's nlp.to_disk, its training loop): inside
+    the block, an OSError that only a write can cause becomes OutputError naming path, so the command
+    ends with one clear line. Other OSErrors (a missing input, say) pass through unchanged."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as err:
+        if err.errno in _WRITE_ONLY_ERRNOS:
+            raise OutputError(path, err) from None
+        raise
 
 
 _WRITE_BATCH = 1 << 20  # bytes gathered before one write() call: few system calls, bounded memory

@@ -24,7 +24,7 @@ from pathlib import Path
 import srsly
 import typer
 
-from .records import write_text_atomic
+from .records import OutputError, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,10 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     use_gpu = gpu_id if _gpu_available(gpu_id) else -1
     if gpu_id >= 0 and use_gpu < 0:
         log.warning("GPU %d requested but not usable (cupy/CUDA missing): training on CPU", gpu_id)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(out_dir, err) from None
     log_file = out_dir / "log.jsonl"
     if log_file.exists():
         log_file.unlink()  # the curve of this run only
@@ -150,7 +153,8 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
              len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
              f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
     t0 = time.perf_counter()
-    spacy_train(_resolve_init(init, config_path, out_dir), out_dir, use_gpu=use_gpu, overrides=overrides)
+    with writes_to(out_dir):  # spaCy writes model-best/, model-last/ and the log itself
+        spacy_train(_resolve_init(init, config_path, out_dir), out_dir, use_gpu=use_gpu, overrides=overrides)
     wall = time.perf_counter() - t0
     curve = read_training_log(log_file)
     best = max(curve, key=lambda r: r.get("score", 0.0)) if curve else {}

@@ -109,9 +109,10 @@ def _phi_strings(path: Path) -> list[str]:
     return [t for rec in read_records(path) for t in rec.span_texts()]
 
 
-def _snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under folder (relative name -> bytes): equal snapshots = nothing changed, nothing left over."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every file (relative name -> bytes) and folder (-> None) under folder: equal snapshots =
+    nothing changed, nothing left over."""
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
 
 
 def _factory_on_full_disk(args: list[str], full_dir: Path, budget: int, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -206,6 +207,20 @@ def test_full_disk_during_a_report_keeps_the_earlier_report(faults_source, tmp_p
     before = _snapshot(out.parent)
     ret = _factory_on_full_disk(["stats", src, "--out", out], out.parent, budget=100, tmp_path=tmp_path)
     _assert_one_line_error(ret, out, "No space left on device", phi)
+    assert _snapshot(out.parent) == before
+
+
+@linux_only
+def test_full_disk_while_spacy_saves_the_assembled_pipeline(tmp_path):
+    """assemble (stage 8) lets spaCy write the pipeline folder (nlp.to_disk): out of space in the
+    middle, the earlier pipeline folder stays whole, the half-written temp folder is removed."""
+    from deid_factory.package import assemble_pipeline
+
+    out = tmp_path / "pipelines" / "deid_es"
+    assemble_pipeline(None, "es", out)
+    before = _snapshot(out.parent)
+    ret = _factory_on_full_disk(["assemble", "--lang", "es", "--out", out], out.parent, budget=20_000, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out, "No space left on device", [])
     assert _snapshot(out.parent) == before
 
 
@@ -311,21 +326,36 @@ def test_output_folder_under_a_regular_file(stage, faults_source, faults_transla
     assert blocker.read_text() == "keep me\n"
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores permission bits")
-@pytest.mark.parametrize("stage", STAGES)
-def test_read_only_output_folder(stage, faults_source, faults_translated, tmp_path, capsys):
-    src, phi = faults_source
-    out = tmp_path / "read_only"
-    out.mkdir()
-    (out / "earlier.txt").write_text("earlier output\n")
-    out.chmod(0o500)
+@pytest.fixture()
+def unwritable_folder(tmp_path):
+    """A folder with one earlier file that this process cannot write into, and the reason the
+    system gives. chmod 0o500 for a normal user; root ignores permission bits, so as root the folder
+    is made immutable (chattr +i, refused even to root), where the file system and the container
+    allow it."""
+    folder = tmp_path / "unwritable"
+    folder.mkdir()
+    (folder / "earlier.txt").write_text("earlier output\n")
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        folder.chmod(0o500)
+        yield folder, "Permission denied"
+        folder.chmod(0o700)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root and chattr +i is not available: no way to make a folder unwritable")
     try:
-        code, err = _run_factory_in_process(_stage_args(stage, src, faults_translated, out), capsys)
+        yield folder, "Operation not permitted"
     finally:
-        out.chmod(0o700)
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_unwritable_output_folder(stage, faults_source, faults_translated, unwritable_folder, capsys):
+    src, phi = faults_source
+    out, reason = unwritable_folder
+    code, err = _run_factory_in_process(_stage_args(stage, src, faults_translated, out), capsys)
     assert code == 1
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}") and lines[0].endswith(": Permission denied")
+    assert len(lines) == 1 and lines[0].startswith(f"error: cannot write {out}") and lines[0].endswith(f": {reason}")
     assert not any(text in err for text in phi)
     assert _snapshot(out) == {"earlier.txt": b"earlier output\n"}
 
