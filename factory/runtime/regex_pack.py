@@ -87,16 +87,21 @@ def _compile_terms(terms: list[str]) -> re.Pattern:
 def trim(text: str, start: int, end: int) -> tuple[int, int]:
     """Drop leading/trailing punctuation and spaces, but keep a bracket whose partner is inside the
     match ("(+34) 912 345 678" keeps its "(", "912 345 678)" loses its ")")."""
+    # The partner brackets are looked up once per side: testing `")" in text[start + 1 : end]` at
+    # every step copied the rest of the match each time: quadratic on a URL that ends in thousands
+    # of closing brackets (tests/test_regex_properties.py).
+    last_close = text.rfind(")", start, end)
     while start < end:
         ch = text[start]
-        if ch == "(" and ")" in text[start + 1 : end]:
+        if ch == "(" and last_close > start:
             break
         if ch not in BOUNDARY_CHARS:
             break
         start += 1
+    first_open = text.find("(", start, end)
     while end > start:
         ch = text[end - 1]
-        if ch == ")" and "(" in text[start : end - 1]:
+        if ch == ")" and 0 <= first_open < end - 1:
             break
         if ch not in BOUNDARY_CHARS:
             break
