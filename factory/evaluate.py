@@ -30,7 +30,7 @@ from typing import Iterable, Sequence
 import srsly
 import typer
 
-from .records import write_bytes_atomic, write_text_atomic
+from .records import all_or_nothing, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -205,10 +205,10 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
         summary = Path(training_dir) / "train_summary.json"
         if summary.exists():
             metrics["training"] = srsly.read_json(summary)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out_dir / "metrics.json", srsly.json_dumps(metrics, indent=2))
-    plots = write_plots(metrics, curve, out_dir)
-    write_text_atomic(out_dir / "report.md", render_report(metrics, plots))
+    with all_or_nothing():  # metrics, plots and report replace the earlier ones together or not at all
+        write_text_atomic(out_dir / "metrics.json", srsly.json_dumps(metrics, indent=2))
+        plots = write_plots(metrics, curve, out_dir)
+        write_text_atomic(out_dir / "report.md", render_report(metrics, plots))
     return metrics
 
 

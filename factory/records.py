@@ -195,8 +195,18 @@ def write_chunks_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
     """Write the concatenated chunks to path atomically: a temp file in the same folder, renamed over
     path only once everything is written. On any failure the temp file is removed and an earlier
     file at path stays as it was. Failures to write become OutputError naming path; errors raised
-    by the chunks iterator itself (a bad input record, say) pass through unchanged."""
+    by the chunks iterator itself (a bad input record, say) pass through unchanged.
+    Inside `all_or_nothing()`, the rename waits for the end of that block."""
     path = Path(path)
+    tmp = _write_temp(path, chunks)
+    if _STAGED:
+        _STAGED[-1].append((tmp, path))
+        return
+    _rename_all([(tmp, path)])
+
+
+def _write_temp(path: Path, chunks: Iterable[bytes]) -> str:
+    """The chunks in a new temp file next to path (removed again on any failure); its name."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -213,16 +223,57 @@ def write_chunks_atomic(path: str | Path, chunks: Iterable[bytes]) -> None:
                     _write_checked(handle, bytes(pending), path)
                     pending.clear()
             _write_checked(handle, bytes(pending), path)
+    except BaseException:
+        _remove_quietly(tmp)
+        raise
+    return tmp
+
+
+def _rename_all(staged: list[tuple[str, Path]]) -> None:
+    """Move staged temp files over their outputs (a rename needs no free space); on a failure the
+    temp files not moved yet are removed."""
+    for i, (tmp, path) in enumerate(staged):
         try:
             os.replace(tmp, path)
         except OSError as err:
+            for rest, _ in staged[i:]:
+                _remove_quietly(rest)
             raise OutputError(path, err) from None
+
+
+def _remove_quietly(tmp: str) -> None:
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+
+
+# Temp files written inside all_or_nothing() blocks, innermost block last. Stages write their outputs
+# from one thread (translation workers are processes), so a plain module-level stack is enough.
+_STAGED: list[list[tuple[str, Path]]] = []
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """For a stage that writes several outputs (DocBins + records + report, metrics + plots):
+    every file written inside the block goes to a temp file, and all are renamed into place only
+    when the block ends without error. On any error none is, the temp files are removed, and the
+    earlier outputs stay as they were: never a mix of old and new files. Do not read an output
+    back inside the block (it is not in place yet)."""
+    staged: list[tuple[str, Path]] = []
+    _STAGED.append(staged)
+    try:
+        yield
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _STAGED.pop()
+        for tmp, _ in staged:
+            _remove_quietly(tmp)
         raise
+    _STAGED.pop()
+    if _STAGED:  # nested: the outer block decides
+        _STAGED[-1].extend(staged)
+    else:
+        _rename_all(staged)
 
 
 def _write_checked(handle, data: bytes, path: Path) -> None:

@@ -183,8 +183,9 @@ def test_full_disk_during_placeholder_keeps_the_earlier_output(faults_source, tm
 
 @linux_only
 def test_full_disk_during_surrogate_keeps_docbins_records_and_report(faults_source, tmp_path):
-    """Stage 6 writes train/dev/test DocBins, records.jsonl and report.json: a disk already full
-    (budget 0) stops it at the first DocBin, and every earlier file stays as it was."""
+    """Stage 6 writes train/dev/test DocBins, then records.jsonl and report.json. With room for the
+    three DocBins (of another seed) but not for the records, nothing is replaced: the new DocBins
+    never sit next to records they were not made from, and no temp file is left."""
     src, phi = faults_source
     work = tmp_path / "work"
     placeholder_file(src, work / "ph.jsonl", "es")
@@ -193,9 +194,33 @@ def test_full_disk_during_surrogate_keeps_docbins_records_and_report(faults_sour
     surrogate_file(work / "tr.jsonl", out_dir, "es", seed=0)
     before = _snapshot(out_dir)
     assert {"train.spacy", "dev.spacy", "test.spacy", "records.jsonl", "report.json"} <= set(before)
+    docbins = sum(len(before[f"{k}.spacy"]) for k in ("train", "dev", "test"))
     ret = _factory_on_full_disk(["surrogate", work / "tr.jsonl", out_dir, "--target", "es", "--seed", "1"], out_dir,
-                                budget=0, tmp_path=tmp_path)
-    _assert_one_line_error(ret, out_dir / "train.spacy", "No space left on device", phi)
+                                budget=docbins + len(before["records.jsonl"]) // 2, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out_dir / "records.jsonl", "No space left on device", phi)
+    assert _snapshot(out_dir) == before
+    # with room, the same command does replace them (seed 1 draws other surrogates)
+    surrogate_file(work / "tr.jsonl", out_dir, "es", seed=1)
+    assert _snapshot(out_dir)["train.spacy"] != before["train.spacy"] or _snapshot(out_dir)["records.jsonl"] != before["records.jsonl"]
+
+
+@linux_only
+def test_full_disk_during_evaluate_keeps_metrics_plots_and_report_together(faults_source, tmp_path):
+    """evaluate writes metrics.json, PNG plots and report.md: out of space at the first plot, the
+    metrics of the new run are not left next to the plots and report of the earlier one."""
+    from deid_factory.evaluate import evaluate_pipeline
+    from deid_factory.package import assemble_pipeline
+
+    src, phi = faults_source
+    pipeline = tmp_path / "deid_es"
+    assemble_pipeline(None, "es", pipeline)  # regex pack + merger, no NER: enough to score
+    out_dir = tmp_path / "metrics"
+    evaluate_pipeline(pipeline, src, out_dir)
+    before = _snapshot(out_dir)
+    assert {"metrics.json", "report.md", "per_label_f1.png"} <= set(before)
+    ret = _factory_on_full_disk(["evaluate", pipeline, src, "--out", out_dir], out_dir,
+                                budget=len(before["metrics.json"]) + 100, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out_dir / "per_label_f1.png", "No space left on device", phi)
     assert _snapshot(out_dir) == before
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from .. import PROJECT_ROOT
 from ..placeholders import _write_json, find_placeholders
-from ..records import Record, RecordError, Span, read_records, span_problems, trim_span, write_records
+from ..records import Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_records
 from . import contacts, dates, ids
 from .casing import CasingSampler, apply_casing, parse_casing
 from .names import NameGenerator, Person
@@ -279,11 +279,14 @@ def surrogate_file(
     kept, report = surrogate_records(records, target, seed, casing, one_casing_per_record, unique_names)
     cfg = load_settings(target)
     ratios = parse_ratios(splits, cfg.get("splits"))
-    split_report, final = write_splits(kept, out_dir, cfg["_locale"].get("spacy_lang", target), ratios, seed)
-    write_records(out_dir / "records.jsonl", final)
-    report.update({"input": str(in_path), "output_dir": str(out_dir), "splits": split_report})
-    report["records_out"] = len(final)
-    _write_json(out_dir / "report.json", report)
+    # DocBins, records and report replace the earlier ones together or not at all (a full disk
+    # half-way must not leave new DocBins next to the records they were not made from)
+    with all_or_nothing():
+        split_report, final = write_splits(kept, out_dir, cfg["_locale"].get("spacy_lang", target), ratios, seed)
+        write_records(out_dir / "records.jsonl", final)
+        report.update({"input": str(in_path), "output_dir": str(out_dir), "splits": split_report})
+        report["records_out"] = len(final)
+        _write_json(out_dir / "report.json", report)
     return report
 
 
