@@ -36,7 +36,7 @@ def test_bench_runs_without_shared_and_reports_the_projects_own_scores(tmp_path,
     assert "MEDDOCAN part skipped" in ret.stderr
 
     results = json.loads((out / "deid.json").read_text())
-    assert [c["name"] for c in results["corpora"]] == ["es held-out"]
+    assert [c["name"] for c in results["corpora"]] == [f"es held-out ({project})"]
     systems = results["corpora"][0]["systems"]
     has_presidio = importlib.util.find_spec("presidio_analyzer") is not None
     assert set(systems) == {"deid_es", "regex_es"} | ({"presidio_es"} if has_presidio else set())
@@ -61,5 +61,5 @@ def test_bench_runs_without_shared_and_reports_the_projects_own_scores(tmp_path,
     assert recall_goal["met"] == (expected["token_recall"] >= 0.99)
     assert any(g.startswith("peak RSS") for g in goals)
     report = (out / "deid.md").read_text()
-    assert "### es held-out" in report and "| deid_es |" in report and "### Goals" in report
+    assert f"### es held-out ({project})" in report and "| deid_es |" in report and "### Goals" in report
     assert (out / "deid.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
