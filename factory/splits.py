@@ -56,16 +56,21 @@ def assign_splits(ids: Iterable[str], ratios: Mapping[str, float], seed: int = 0
 
 def _split_at(nlp, doc, cuts: set[int]):
     """The same text with tokens also cut at `cuts` (e.g. 'NHC:0450932' -> 'NHC:' + '0450932')."""
+    from bisect import bisect_right
+
     from spacy.tokens import Doc
 
+    # doc.text is rebuilt from every token on each access, and a scan of all cuts per token is
+    # tokens x cuts: both once, or a long record costs seconds (quadratic)
+    text, ordered = doc.text, sorted(cuts)
     words: list[str] = []
     spaces: list[bool] = []
     for token in doc:
         start, end = token.idx, token.idx + len(token.text)
-        inner = sorted(c for c in cuts if start < c < end)
+        inner = ordered[bisect_right(ordered, start):bisect_right(ordered, end - 1)]
         bounds = [start, *inner, end]
         for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
-            words.append(doc.text[a:b])
+            words.append(text[a:b])
             spaces.append(bool(token.whitespace_) and i == len(bounds) - 2)
     return Doc(nlp.vocab, words=words, spaces=spaces)
 
