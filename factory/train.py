@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -134,8 +135,16 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     except OSError as err:
         raise OutputError(out_dir, err) from None
     log_file = out_dir / "log.jsonl"
-    if log_file.exists():
-        log_file.unlink()  # the curve of this run only
+    # spaCy writes model-best/, model-last/ and the log in place, file by file; it trains into a
+    # staging folder instead, moved into place at the end, so a failed run (disk full, Ctrl-C)
+    # leaves the earlier model and curve whole. A fixed name, not a random one: the log path is
+    # saved in the model's config, which must not change from build to build.
+    staging = out_dir / ".staging"
+    try:
+        shutil.rmtree(staging, ignore_errors=True)  # left by a killed run
+        staging.mkdir()
+    except OSError as err:
+        raise OutputError(out_dir, err) from None
     overrides = {
         "paths.train": str(train_path),
         "paths.dev": str(dev_path),
@@ -144,7 +153,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "training.eval_frequency": int(eval_frequency),
         # patience in epochs -> steps; spaCy stops when the best score is this many steps old
         "training.patience": int(max(1, patience) * per_epoch),
-        "training.logger.output_file": str(log_file),
+        "training.logger.output_file": str(staging / log_file.name),
         "training.logger.progress_bar": None,
     }
     if seed is not None:
@@ -153,8 +162,12 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
              len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
              f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
     t0 = time.perf_counter()
-    with writes_to(out_dir):  # spaCy writes model-best/, model-last/ and the log itself
-        spacy_train(_resolve_init(init, config_path, out_dir), out_dir, use_gpu=use_gpu, overrides=overrides)
+    try:
+        with writes_to(out_dir):
+            spacy_train(_resolve_init(init, config_path, out_dir), staging, use_gpu=use_gpu, overrides=overrides)
+            _move_into_place(staging, out_dir, ("model-best", "model-last", log_file.name))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     wall = time.perf_counter() - t0
     curve = read_training_log(log_file)
     best = max(curve, key=lambda r: r.get("score", 0.0)) if curve else {}
@@ -177,6 +190,18 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     }
     write_text_atomic(out_dir / "train_summary.json", srsly.json_dumps(summary, indent=2))
     return summary
+
+
+def _move_into_place(staging: Path, out_dir: Path, names: tuple[str, ...]) -> None:
+    """Replace out_dir/<name> by staging/<name> for each name (renames: no free space needed); an
+    earlier output of this run's kind that this run did not produce is removed, so the folder holds
+    one run's results only. Replaced outputs go into staging, which the caller removes."""
+    for name in names:
+        new, final = staging / name, out_dir / name
+        if final.exists():
+            final.rename(staging / f"{name}.replaced")
+        if new.exists():
+            new.rename(final)
 
 
 def read_training_log(path: str | Path) -> list[dict]:

@@ -250,6 +250,23 @@ def test_full_disk_while_spacy_saves_the_assembled_pipeline(tmp_path):
 
 
 @linux_only
+def test_full_disk_while_training_keeps_the_earlier_model(train_corpus, train_config, train_model, tmp_path):
+    """spaCy's training loop writes model-best/, model-last/ and log.jsonl itself: out of space in
+    the middle of a run, the earlier model and curve are still there, whole, and the run's
+    half-written staging folder is gone."""
+    import shutil
+
+    out = tmp_path / "training"
+    shutil.copytree(train_model, out)
+    before = _snapshot(out)
+    assert "model-best/meta.json" in before and "log.jsonl" in before
+    ret = _factory_on_full_disk(["train", train_corpus / "train.spacy", train_corpus / "dev.spacy", "--config", train_config,
+                                 "--out", out, "--max-epochs", "1"], out, budget=200_000, tmp_path=tmp_path)
+    _assert_one_line_error(ret, out, "No space left on device", [])
+    assert _snapshot(out) == before
+
+
+@linux_only
 def test_full_disk_while_translate_appends_keeps_whole_records_and_resumes(faults_source, tmp_path):
     """translate appends record by record: out of space in the middle of a record, the file is cut
     back to the last whole record (the earlier ones untouched), and a re-run with space finishes it
