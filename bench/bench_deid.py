@@ -33,6 +33,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import warnings
 from pathlib import Path
@@ -346,7 +347,7 @@ def render(results: dict) -> str:
 
 
 def plot(results: dict, path: Path) -> None:
-    """Throughput (log scale) and strict F1 of every system on every corpus, side by side."""
+    """Throughput (log scale), strict F1 and token PHI recall of every system on every corpus."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -355,28 +356,34 @@ def plot(results: dict, path: Path) -> None:
     corpora_ = [c for c in results["corpora"] if c["systems"]]
     kinds = ["deid", "regex", "presidio"]
     colors = {"deid": "#1f77b4", "regex": "#9ecae1", "presidio": "#d62728"}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    panels = [("words/s, one core (log scale)", lambda s: s["words_per_s"], "{:.0f}"),
+              ("strict micro F1, all labels", lambda s: s["all_labels"]["strict"]["micro"]["f"], "{:.2f}"),
+              ("token PHI recall", lambda s: s["all_labels"]["token_recall"], "{:.2f}")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(15, 4.6))
     width = 0.8 / len(kinds)
-    for k, kind in enumerate(kinds):
-        xs, speed, f1 = [], [], []
-        for i, c in enumerate(corpora_):
-            s = c["systems"].get(f"{kind}_{c['lang']}")
-            if s:
-                xs.append(i + (k - 1) * width)
-                speed.append(s["words_per_s"])
-                f1.append(s["all_labels"]["strict"]["micro"]["f"])
-        axes[0].bar(xs, speed, width, label=kind, color=colors[kind])
-        axes[1].bar(xs, f1, width, label=kind, color=colors[kind])
-    for ax, title in zip(axes, ("words/s on one core (log)", "strict micro F1, all labels")):
-        ax.set_xticks(range(len(corpora_)), [c["name"] for c in corpora_])
+    for ax, (title, value, fmt) in zip(axes, panels):
+        for k, kind in enumerate(kinds):
+            xs, ys = [], []
+            for i, c in enumerate(corpora_):
+                s = c["systems"].get(f"{kind}_{c['lang']}")
+                if s:
+                    xs.append(i + (k - 1) * width)
+                    ys.append(value(s))
+            bars = ax.bar(xs, ys, width, label=kind, color=colors[kind])
+            ax.bar_label(bars, [fmt.format(y) for y in ys], fontsize=7, padding=1)
+        # long corpus names (a project path in brackets) wrap over lines
+        ax.set_xticks(range(len(corpora_)), [textwrap.fill(c["name"], 18, break_long_words=False) for c in corpora_], fontsize=8)
         ax.set_title(title)
     axes[0].set_yscale("log")
-    axes[1].set_ylim(0, 1)
-    axes[1].legend(loc="lower right")
-    fig.tight_layout()
+    for ax in axes[1:]:
+        ax.set_ylim(0, 1.08)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(kinds), frameon=False)
+    fig.suptitle(f"deid_<lang> vs Presidio ({results['machine']})", fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".png", delete=False) as tmp:
-        fig.savefig(tmp.name, dpi=110)
+        fig.savefig(tmp.name, dpi=110, bbox_inches="tight")
     os.replace(tmp.name, path)
     plt.close(fig)
 
