@@ -165,7 +165,15 @@ def test_split_chunks_rejoin_exactly():
 def _cli(args, env, timeout=300):
     """`factory ARGS` in a child process (the console script may not be on PATH in CI)."""
     return subprocess.Popen([sys.executable, "-c", "from deid_factory.cli import app; app()", *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    # A test run started in the background by a non-interactive shell (`cmd &`) inherits SIGINT as
+    # ignored, and Python then installs no KeyboardInterrupt handler: the Ctrl-C test must give the
+    # child the default disposition, as a terminal would.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _many_placeholdered(translate_source: Path, tmp_path: Path) -> tuple[Path, int]:
