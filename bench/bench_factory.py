@@ -277,19 +277,9 @@ def translation_overhead(n_records: int, beam_size: int, work: Path) -> dict[str
 def argos_home(root: Path) -> Iterator[None]:
     """Argos reads its data/config/cache folders once, at import: point them at `root` for the import
     (nothing lands in the user's home), then give the rest of the process its own folders back."""
-    from deid_factory.translate import _import_argos
+    from deid_factory.translate import import_argos_with
 
-    keys = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")
-    saved = {k: os.environ.get(k) for k in keys}
-    os.environ.update({k: str(root / k.lower()) for k in keys})
-    try:
-        _import_argos()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    import_argos_with({k: str(root / k.lower()) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
     yield
 
 

@@ -205,6 +205,22 @@ def _import_argos():
     return package, translate
 
 
+def import_argos_with(env: dict[str, str]):
+    """Import argostranslate with the environment variables `env` set for the import only (Argos
+    reads its data/config/cache folders once, at import: tests and benchmarks point them at a temp
+    folder so nothing lands in the user's home), then give the process its own values back."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return _import_argos()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def install_packages(packages_dir: str | Path | None) -> list[str]:
     """Install every .argosmodel of packages_dir that is not installed yet (or changed); return pair names."""
     files = package_files(packages_dir)

@@ -161,21 +161,10 @@ def _argos_xdg_env(root: Path) -> dict:
 def argos_home(tmp_path_factory) -> Path:
     """Import argostranslate with its data/config/cache folders in a temp dir (it reads them once, at
     import time), then restore the environment so other tests see theirs unchanged."""
-    import os
+    from deid_factory.translate import import_argos_with
 
     root = tmp_path_factory.mktemp("argos_home")
-    saved = {k: os.environ.get(k) for k in _argos_xdg_env(root)}
-    os.environ.update(_argos_xdg_env(root))
-    try:
-        from deid_factory.translate import _import_argos
-
-        _import_argos()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    import_argos_with(_argos_xdg_env(root))
     return root
 
 
