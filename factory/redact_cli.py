@@ -37,6 +37,7 @@ from typing import Iterator
 import srsly
 import typer
 
+from .readers import BOM
 from .records import write_text_atomic
 from .runtime.redact import MODES, redact_text
 from .runtime.router import Router
@@ -44,7 +45,6 @@ from .runtime.router import Router
 log = logging.getLogger(__name__)
 OUTPUT_FORMATS = ("text", "jsonl", "brat")
 _SAFE_ID = re.compile(r"[^\w.\-]+")
-BOM = "\ufeff"  # byte order mark
 BOM_BYTES = BOM.encode("utf-8")
 
 
