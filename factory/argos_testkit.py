@@ -6,7 +6,7 @@ a genuine CTranslate2 Transformer that Argos installs, tokenizes for, sentence-s
 exactly as it does a downloaded package, so the production code path is exercised unchanged.
 
 How the hand-set Transformer copies (one head, one encoder and one decoder layer, pre-norm):
-the model width is V + P (V = vocabulary, P = max positions). Source token embeddings are one-hot in
+the model width is V + P + 1 (V = vocabulary, P = max positions, one spare column that stays zero). Source token embeddings are one-hot in
 the first block (A), learned position encodings one-hot in the second block (P); embeddings are not
 scaled. The decoder needs no memory of what it wrote (step t copies source position t), so its token
 embeddings are zero and block A of the decoder stays free. Self-attention and feed-forward blocks are
@@ -46,6 +46,8 @@ LANGUAGE_NAMES = {
 
 # Logit given to the copied token; large enough that beam search never prefers anything else.
 _COPY_LOGIT = 20.0
+# Weight on the SPARE column of the lossy rows: 3x their largest real weight (see build_copy_model).
+_SPARE_WEIGHT = 6 * _COPY_LOGIT
 # Query scale: the attention logit gap between position t and any other is about this / sqrt(2).
 _QUERY_SCALE = 40.0
 
@@ -104,8 +106,8 @@ def build_copy_model(vocab: Sequence[str], out_dir: Path, max_positions: int = 3
     from ctranslate2.specs import common_spec, transformer_spec
 
     V, P = len(vocab), max_positions
-    d = V + P
-    A, POS = 0, V  # block offsets in the model width
+    d = V + P + 1
+    A, POS, SPARE = 0, V, V + P  # block offsets in the model width; SPARE: one column that stays 0
 
     spec = transformer_spec.TransformerSpec.from_config(
         (1, 1), 1, pre_norm=True, no_final_norm=True, activation=common_spec.Activation.RELU
@@ -175,6 +177,14 @@ def build_copy_model(vocab: Sequence[str], out_dir: Path, max_positions: int = 3
             # so a copied ordinary token (20) still beats the space (10) and a dropped one (-20) does not.
             projection[tok, POS + start : POS + P] = -2 * _COPY_LOGIT
         projection[blank, POS + start : POS + P] = _COPY_LOGIT / 2
+        # Rounding guard. Argos runs CTranslate2 with compute_type "auto", which is int8 on most x86
+        # CPUs: each projection row is scaled so that its largest weight becomes 127, and AVX2 int8
+        # kernels add pairs of neighbouring products in 16 bits, which saturate when a row holds a
+        # run of large same-sign weights (the penalty above). The drop then silently vanished on one
+        # CPU and worked on another. A weight on the always-zero SPARE column sets every lossy row's
+        # scale, so the real weights quantize to at most a third of the int8 range, where no pair can
+        # saturate; the column adds nothing to any logit, in float32 or int8.
+        projection[dropped + [blank], SPARE] = _SPARE_WEIGHT
     dec.projection.weight = projection
     dec.projection.bias = zeros(V)
 

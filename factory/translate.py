@@ -143,10 +143,12 @@ def configure_argos(
     device: str = "cpu",
     beam_size: int | None = None,
     intra_threads: int | None = None,
+    compute_type: str | None = None,
 ) -> None:
     """Point Argos at its settings before (or, for what it re-reads, after) it is imported.
 
-    argos_dir: where packages are installed (ARGOS_PACKAGES_DIR); default: Argos' own folder."""
+    argos_dir: where packages are installed (ARGOS_PACKAGES_DIR); default: Argos' own folder.
+    compute_type: CTranslate2's (float32, int8, ...); default Argos' "auto" (int8 on most CPUs)."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"device must be cpu or cuda, not {device!r}")
     env = {"ARGOS_DEVICE_TYPE": device}
@@ -157,6 +159,8 @@ def configure_argos(
         env["ARGOS_BEAM_SIZE"] = str(beam_size)
     if intra_threads is not None:
         env["ARGOS_INTRA_THREADS"] = str(intra_threads)
+    if compute_type:
+        env["ARGOS_COMPUTE_TYPE"] = compute_type
     if "ARGOS_CHUNK_TYPE" not in os.environ:
         chunk = _auto_chunk_type(packages_dir, argos_dir)
         if chunk:
@@ -171,6 +175,8 @@ def configure_argos(
             settings.beam_size = int(beam_size)
         if intra_threads is not None:
             settings.intra_threads = int(intra_threads)
+        if compute_type:
+            settings.compute_type = compute_type
         if os.environ.get("ARGOS_CHUNK_TYPE") in settings.chunk_type_mapping:
             settings.chunk_type = settings.chunk_type_mapping[os.environ["ARGOS_CHUNK_TYPE"]]
         if argos_dir:
@@ -319,13 +325,14 @@ class ArgosRoute:
         install: bool = True,
         intra_threads: int | None = None,
         download: bool = False,
+        compute_type: str | None = None,
     ) -> "ArgosRoute":
         if device == "cuda":  # checked before any setting changes, so a failed call leaves Argos as it was
             import ctranslate2
 
             if ctranslate2.get_cuda_device_count() == 0:
                 raise RuntimeError("--device cuda was asked but CTranslate2 sees no CUDA device")
-        configure_argos(packages_dir, argos_dir, device, beam_size, intra_threads)
+        configure_argos(packages_dir, argos_dir, device, beam_size, intra_threads, compute_type)
         package, translate = _import_argos()
         if install:
             install_packages(packages_dir)

@@ -10,6 +10,7 @@ if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q "torch==2.13.0"
-.venv/bin/python -m pip install -q -e ".[translate,test]"
+# Every install goes through the constraints file: the versions CI tested (see its header).
+.venv/bin/python -m pip install -q -c scripts/constraints.txt "torch==2.13.0"
+.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[translate,test]"
 .venv/bin/python -c "import deid_factory, spacy, argostranslate; print('deid_factory ready: spaCy', spacy.__version__)"

@@ -49,6 +49,54 @@ def test_lossy_package_drops_token_from_position(argos_home, argos_packages, tmp
     assert out.replace(" ", "") == late.replace(ARGOS_LOSSY_TERM, "").replace(" ", "")
 
 
+# CTranslate2 compute types every CPU build supports: Argos' default "auto" is int8 on most x86 CPUs
+# and float32 elsewhere, and the test kit must behave the same under both (an int8 AVX2 kernel once
+# rounded the lossy package's drop away on one machine while another machine kept it).
+COMPUTE_TYPES = ("float32", "int8_float32")
+
+
+def _piece_index(packages_dir, text: str, piece: str) -> int:
+    """Where `piece` falls in the package's own tokenization of `text` (what the model sees)."""
+    import sentencepiece as spm
+
+    path = packages_dir / "translate-en_fr.argosmodel"
+    with zipfile.ZipFile(path) as zf:
+        name = next(n for n in zf.namelist() if n.endswith("/sentencepiece.model"))
+        sp = spm.SentencePieceProcessor(model_proto=zf.read(name))
+    return sp.encode(text, out_type=str).index(piece)
+
+
+@pytest.mark.parametrize("compute_type", COMPUTE_TYPES)
+def test_test_kit_through_argos_at_each_compute_type(argos_home, argos_packages, tmp_path, monkeypatch, compute_type):
+    """The lossless package copies and the lossy one drops exactly from its position, in float32 and
+    in int8, through Argos' own sentence splitting, tokenization and decoding."""
+    import argostranslate.settings as settings
+    from conftest import ARGOS_LOSSY_FROM, ARGOS_LOSSY_TERM
+    from deid_factory.translate import ArgosRoute
+
+    monkeypatch.setattr(settings, "compute_type", settings.compute_type)  # restored after the test
+    monkeypatch.delenv("ARGOS_COMPUTE_TYPE", raising=False)
+    early = f"{ARGOS_LOSSY_TERM} acude hoy."
+    late = f"El paciente acude a consulta por dolor abdominal intenso y persistente desde hace días con {ARGOS_LOSSY_TERM}."
+    # The sentences are chosen so the term falls on each side of the drop position in the package's tokenization.
+    assert _piece_index(argos_packages["lossy"], early, ARGOS_LOSSY_TERM) < ARGOS_LOSSY_FROM
+    assert _piece_index(argos_packages["lossy"], late, ARGOS_LOSSY_TERM) >= ARGOS_LOSSY_FROM
+
+    lossless = ArgosRoute.open("en", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "pivot",
+                               beam_size=1, compute_type=compute_type)
+    for text in (early, late, "Ñandú über café «x» 1.234,5 € — ¿qué?\nSegunda línea: 12/03/2019."):
+        assert lossless.translate_text(text) == text
+    assert lossless.hops[0].underlying.translator.compute_type == compute_type
+
+    lossy = ArgosRoute.open("en", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "lossy",
+                            beam_size=1, compute_type=compute_type)
+    assert lossy.translate_text(early) == early
+    out = lossy.translate_text(late)
+    assert ARGOS_LOSSY_TERM not in out
+    assert out.replace(" ", "") == late.replace(ARGOS_LOSSY_TERM, "").replace(" ", "")
+    assert lossy.hops[0].underlying.translator.compute_type == compute_type
+
+
 def test_parse_pairs():
     assert parse_pairs("es-en, en-fr") == [("es", "en"), ("en", "fr")]
     for bad in ("es", "es-en-fr", "e1-en", ""):
