@@ -58,6 +58,7 @@ class DetectReport:
         self.kept = 0
         self.dropped: Counter = Counter()  # detected language -> records dropped
         self.dropped_ids: list[dict[str, Any]] = []
+        self.keep_all = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,16 +66,24 @@ class DetectReport:
             "seed": self.seed,
             "records_read": self.read,
             "records_kept": self.kept,
-            "records_dropped": sum(self.dropped.values()),
+            "records_dropped": 0 if self.keep_all else sum(self.dropped.values()),
+            "records_detected_other": sum(self.dropped.values()),
             "dropped_by_language": dict(sorted(self.dropped.items())),
             "dropped": self.dropped_ids,
+            # keep_all: annotated notes of the target language are all kept; the counts above say
+            # what detection would have dropped
+            "keep_all": self.keep_all,
         }
 
 
 def filter_language(records: Iterable[Record], lang: str, seed: int = DEFAULT_SEED, min_prob: float = 0.0,
-                    report: DetectReport | None = None) -> Iterator[Record]:
-    """Yield the records detected as `lang` (with probability >= min_prob); count the others in `report`."""
+                    report: DetectReport | None = None, keep_all: bool = False) -> Iterator[Record]:
+    """Yield the records detected as `lang` (with probability >= min_prob); count the others in `report`.
+
+    keep_all: yield every record and only count (native path: the user's own annotated notes are
+    never dropped by a detector that mistakes a short note for another language)."""
     report = report if report is not None else DetectReport(lang, seed)
+    report.keep_all = keep_all
     for record in records:
         report.read += 1
         detected, prob = detect_language(phi_free_text(record), seed)
@@ -87,13 +96,16 @@ def filter_language(records: Iterable[Record], lang: str, seed: int = DEFAULT_SE
             key = detected if detected != lang else f"{lang} (prob<{min_prob})"
             report.dropped[key] += 1
             report.dropped_ids.append({"id": record.id, "detected": detected, "prob": prob})
+            if keep_all:
+                report.kept += 1
+                yield record
 
 
 def detect(inp: str | Path, out: str | Path, lang: str, seed: int = DEFAULT_SEED, min_prob: float = 0.0,
-           report_path: str | Path | None = None) -> dict[str, Any]:
-    """Read records, keep those in `lang`, write them atomically; return (and write) the report."""
+           report_path: str | Path | None = None, keep_all: bool = False) -> dict[str, Any]:
+    """Read records, keep those in `lang` (all with keep_all), write them atomically; return (and write) the report."""
     report = DetectReport(lang, seed)
-    write_records(out, filter_language(read_records(inp), lang, seed, min_prob, report))
+    write_records(out, filter_language(read_records(inp), lang, seed, min_prob, report, keep_all))
     rep = report.to_dict()
     if report_path:
         write_text_atomic(report_path, srsly.json_dumps(rep, indent=2))
@@ -107,7 +119,14 @@ def detect_command(
     seed: int = typer.Option(DEFAULT_SEED, "--seed", help="langdetect seed"),
     min_prob: float = typer.Option(0.0, "--min-prob", help="Also drop records detected as LANG with a lower probability"),
     report: Path | None = typer.Option(None, "--report", help="Write the report (JSON) here"),
+    native: str = typer.Option("no", "--native", help="yes: keep every record, only count (annotated notes of the target language); auto: yes unless --source-format is synth"),
+    source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
+    target: str = typer.Option("", "--target", help="Target language of the build (for --native auto; default LANG)"),
 ) -> None:
     """Detect the language of each record (PHI removed) and drop those not in LANG, with counts."""
-    rep = detect(inp, out, lang, seed, min_prob, report)
-    typer.echo(f"language {lang}: kept {rep['records_kept']} of {rep['records_read']}; dropped {rep['dropped_by_language']}")
+    from .extract import resolve_native
+
+    keep_all = resolve_native(native, source_format, lang, target or lang)
+    rep = detect(inp, out, lang, seed, min_prob, report, keep_all)
+    verb = "would drop (kept: native notes)" if keep_all else "dropped"
+    typer.echo(f"language {lang}: kept {rep['records_kept']} of {rep['records_read']}; {verb} {rep['dropped_by_language']}")

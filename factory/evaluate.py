@@ -170,10 +170,30 @@ def predict(nlp, texts: Sequence[str], batch_size: int = 16) -> dict[str, list[l
     return out
 
 
+def score_corpus(nlp, data: list[tuple[str, str, list[SpanT]]], batch_size: int = 16) -> dict:
+    """Scores of the three systems on (id, text, gold) documents, with the throughput of the pass."""
+    texts = [t for _, t, _ in data]
+    gold = [g for _, _, g in data]
+    t0 = time.perf_counter()
+    preds = predict(nlp, texts, batch_size=batch_size)
+    wall = time.perf_counter() - t0
+    words = sum(len(_WORD.findall(t)) for t in texts)
+    return {
+        "docs": len(texts),
+        "systems": {s: score_system(texts, gold, preds[s]) for s in SYSTEMS},
+        "throughput": {"docs_per_s": round(len(texts) / wall, 1) if wall else None,
+                       "words_per_s": round(words / wall, 1) if wall else None, "wall_seconds": round(wall, 2)},
+    }
+
+
 def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Path,
                       training_dir: str | Path | None = None, lang: str | None = None,
-                      label_map: str | None = None, batch_size: int = 16) -> dict:
-    """Run the pipeline on the corpus, write metrics.json, report.md and plots; return the metrics."""
+                      label_map: str | None = None, batch_size: int = 16,
+                      also: Sequence[str | Path] = ()) -> dict:
+    """Run the pipeline on the corpus, write metrics.json, report.md and plots; return the metrics.
+
+    also: real annotated corpora scored next to the held-out split (a synthetic held-out split
+    only shows that the templates were learned; these show what happens on real notes)."""
     import spacy
 
     from .runtime import merger, pack_component  # noqa: F401  (register the factories)
@@ -182,21 +202,16 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     data = load_corpus(corpus, lang=lang, label_map=label_map)
     if not data:
         raise EvalError(f"{corpus}: no documents to evaluate")
+    extra = []
+    for path in also:
+        extra_data = load_corpus(path, lang=lang, label_map=label_map)
+        if not extra_data:
+            raise EvalError(f"{path}: no documents to evaluate")
+        extra.append((path, extra_data))
     nlp = spacy.load(pipeline)
-    texts = [t for _, t, _ in data]
-    gold = [g for _, _, g in data]
-    t0 = time.perf_counter()
-    preds = predict(nlp, texts, batch_size=batch_size)
-    wall = time.perf_counter() - t0
-    words = sum(len(_WORD.findall(t)) for t in texts)
-    metrics = {
-        "pipeline": str(pipeline),
-        "corpus": str(corpus),
-        "docs": len(texts),
-        "systems": {s: score_system(texts, gold, preds[s]) for s in SYSTEMS},
-        "throughput": {"docs_per_s": round(len(texts) / wall, 1) if wall else None,
-                       "words_per_s": round(words / wall, 1) if wall else None, "wall_seconds": round(wall, 2)},
-    }
+    metrics = {"pipeline": str(pipeline), "corpus": str(corpus), **score_corpus(nlp, data, batch_size)}
+    if extra:
+        metrics["also"] = [{"corpus": str(path), **score_corpus(nlp, d, batch_size)} for path, d in extra]
     curve = []
     if training_dir is not None:
         from .train import read_training_log
@@ -218,9 +233,25 @@ def _pct(x) -> str:
 
 
 def render_report(metrics: dict, plots: dict[str, str]) -> str:
+    lines = [f"# Evaluation of `{Path(metrics['pipeline']).name}`", ""]
+    lines += _corpus_section(metrics)
+    for other in metrics.get("also", []):
+        lines += ["", f"## Real annotated corpus `{other['corpus']}`", ""]
+        lines += _corpus_section(other)
+    tr = metrics.get("training")
+    if tr:
+        lines += ["", f"Training: {tr.get('epochs_run')} epochs, {tr.get('steps_run')} steps on {tr.get('device')}, "
+                      f"{tr.get('wall_seconds')} s, best dev F1 {_pct(tr.get('best_ents_f'))}."]
+    lines.append("")
+    for title, name in plots.items():
+        lines += [f"![{title}]({name})", ""]
+    return "\n".join(lines)
+
+
+def _corpus_section(metrics: dict) -> list[str]:
+    """System table, per-label table and throughput of one scored corpus."""
     sysm = metrics["systems"]
-    lines = [f"# Evaluation of `{Path(metrics['pipeline']).name}`", "",
-             f"Corpus: `{metrics['corpus']}` ({metrics['docs']} documents).", "",
+    lines = [f"Corpus: `{metrics['corpus']}` ({metrics['docs']} documents).", "",
              "| system | strict P | strict R | strict F1 | overlap F1 | token recall | docs fully redacted |",
              "|---|---|---|---|---|---|---|"]
     for s in SYSTEMS:
@@ -242,14 +273,7 @@ def render_report(metrics: dict, plots: dict[str, str]) -> str:
                      f"| {_pct(ov)} | {_pct(ner)} | {_pct(rx)} |")
     tp = metrics.get("throughput", {})
     lines += ["", f"Throughput: {tp.get('docs_per_s')} docs/s, {tp.get('words_per_s')} words/s."]
-    tr = metrics.get("training")
-    if tr:
-        lines += ["", f"Training: {tr.get('epochs_run')} epochs, {tr.get('steps_run')} steps on {tr.get('device')}, "
-                      f"{tr.get('wall_seconds')} s, best dev F1 {_pct(tr.get('best_ents_f'))}."]
-    lines.append("")
-    for title, name in plots.items():
-        lines += [f"![{title}]({name})", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, str]:
@@ -303,15 +327,18 @@ def evaluate_command(
     lang: str = typer.Option(None, "--lang", help="Language of a brat corpus"),
     label_map: str = typer.Option(None, "--label-map", help="Label map of a brat corpus (e.g. meddocan)"),
     batch_size: int = typer.Option(16, "--batch-size", help="documents per nlp.pipe batch (memory grows with it)"),
+    also: list[str] = typer.Option([], "--also", help="A real annotated corpus to score too (repeatable; '-' = none)"),
 ) -> None:
     """Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         metrics = evaluate_pipeline(pipeline, corpus, out, training_dir=training_dir, lang=lang,
-                                    label_map=label_map, batch_size=batch_size)
+                                    label_map=label_map or None, batch_size=batch_size,
+                                    also=[a for a in also if a and a != "-"])
     except EvalError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
-    short = {s: {"strict_f": m["strict"]["micro"]["f"], "token_recall": m["token_recall"],
-                 "docs_fully_redacted": m["docs_fully_redacted"]} for s, m in metrics["systems"].items()}
-    typer.echo(json.dumps(short, indent=2))
+    for scored in [metrics, *metrics.get("also", [])]:
+        short = {s: {"strict_f": m["strict"]["micro"]["f"], "token_recall": m["token_recall"],
+                     "docs_fully_redacted": m["docs_fully_redacted"]} for s, m in scored["systems"].items()}
+        typer.echo(f"{scored['corpus']}: " + json.dumps(short, indent=2))

@@ -64,9 +64,25 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
     return report
 
 
+def resolve_native(native: str, source_format: str, source_lang: str, target: str) -> bool:
+    """Is the source the user's own annotated notes in the target language (the native path)?
+
+    Native notes are trained as annotated: no record is dropped by language detection or corpus
+    thresholds, and surrogate copies are only an optional, measured augmentation. "auto": native
+    when the source is annotated (not the embedded synthetic corpus) and already in the target."""
+    value = str(native).strip().lower()
+    if value in ("yes", "true", "1"):
+        return True
+    if value in ("no", "false", "0"):
+        return False
+    if value != "auto":
+        raise ValueError(f"--native must be auto, yes or no, not {native!r}")
+    return source_format != "synth" and source_lang == target
+
+
 def extract_command(
     inp: str = typer.Argument("-", metavar="INPUT", help="Corpus file or folder ('-' for --format synth)"),
-    fmt: str = typer.Option(..., "--format", help=f"One of: {', '.join(FORMATS)}"),
+    fmt: str = typer.Option(..., "--format", help=f"One of: {', '.join(FORMATS)}, or auto (from the path)"),
     lang: str = typer.Option("es", "--lang", help="Language of the corpus"),
     out: Path = typer.Option(..., "--out", help="Output JSONL of validated records"),
     report: Path | None = typer.Option(None, "--report", help="Write the extraction report (JSON) here"),
@@ -74,9 +90,20 @@ def extract_command(
     n: int = typer.Option(1000, "--n", help="synth: number of records"),
     seed: int = typer.Option(13, "--seed", help="synth: random seed"),
     on_error: str = typer.Option("raise", "--on-error", help="raise: stop at the first bad record; skip: skip it and report its id"),
+    optional: bool = typer.Option(False, "--optional", help="INPUT '-' is allowed: write an empty file (an optional corpus such as a dev set)"),
 ) -> None:
     """Extract a corpus (brat, jsonl, docbin, i2b2 or the embedded synthetic corpus) into validated JSONL."""
+    if optional and inp == "-":
+        write_records(out, [])
+        if report:
+            write_text_atomic(report, srsly.json_dumps({"format": None, "input": None, "records_written": 0}, indent=2))
+        typer.echo(f"no corpus given: wrote an empty {out}")
+        return
     try:
+        if fmt == "auto":
+            from .readers import guess_format
+
+            fmt = guess_format(inp)
         rep = extract(None if inp == "-" else inp, fmt, lang, out, report, label_map, n, seed, on_error)
     except ValueError as err:
         if isinstance(err, RecordError):

@@ -140,8 +140,12 @@ def apply_span_filters(records: Iterable[Record], cfg: dict[str, Any], apply_to:
 
 def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float | None = None, max_names: int | None = None,
                    min_spans: int | None = None, apply_to: str | None = None,
-                   report_path: str | Path | None = None) -> dict[str, Any]:
-    """Silver span filters, then the statistic thresholds (defaults from silver.yml); write atomically."""
+                   report_path: str | Path | None = None, keep_all: bool = False) -> dict[str, Any]:
+    """Silver span filters, then the statistic thresholds (defaults from silver.yml); write atomically.
+
+    keep_all (the native path): the thresholds only report which records they would remove. They
+    exist to make machine translation of a foreign corpus safer (the thesis' mean +- 1 std, at most
+    10 names), and must not thin out the user's own annotated notes."""
     cfg = load_silver_config(locale)
     th = cfg["thresholds"]
     k_std = float(th.get("k_std", 2.0)) if k_std is None else k_std
@@ -153,6 +157,9 @@ def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float |
     before = corpus_stats(filtered, names_label)["summary"]
     kept, th_report = apply_thresholds(filtered, k_std if k_std >= 0 else None, max_names if max_names >= 0 else None,
                                        names_label, min_spans)
+    th_report["report_only"] = keep_all
+    if keep_all:
+        kept = filtered
     write_records(out, kept)
     report["thresholds"] = th_report
     report["records_read"] = len(filtered)
@@ -249,10 +256,17 @@ def filter_command(
     min_spans: int | None = typer.Option(None, "--min-spans", help="Keep records with at least this many spans (default from silver.yml)"),
     apply_to: str | None = typer.Option(None, "--apply-to", help="Spans the silver filters judge: silver (default) or all"),
     report: Path | None = typer.Option(None, "--report", help="Write the report (JSON) here"),
+    native: str = typer.Option("no", "--native", help="yes: thresholds only report (annotated notes of the target language are all kept); auto: yes unless --source-format is synth"),
+    source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
+    target: str = typer.Option("", "--target", help="Target language of the build (for --native auto; default LOCALE)"),
 ) -> None:
     """Silver filters (street suffixes, eponymous diseases) and corpus-statistic thresholds."""
-    rep = filter_records(inp, out, locale, k_std, max_names, min_spans, apply_to, report)
+    from .extract import resolve_native
+
+    keep_all = resolve_native(native, source_format, locale, target or locale)
+    rep = filter_records(inp, out, locale, k_std, max_names, min_spans, apply_to, report, keep_all)
     th = rep["thresholds"]
+    verb = "would remove (report only: native notes)" if keep_all else "removed"
     typer.echo(f"street filter removed {rep['street_filter']['spans_removed']} spans, eponym filter "
-               f"{rep['eponym_filter']['spans_removed']}; thresholds removed {th['removed_length']} (length), "
+               f"{rep['eponym_filter']['spans_removed']}; thresholds {verb} {th['removed_length']} (length), "
                f"{th['removed_max_names']} (names), {th['removed_min_spans']} (spans); kept {rep['records_kept']} of {rep['records_read']}")

@@ -100,8 +100,16 @@ def record_to_doc(nlp, record: Record):
     return doc
 
 
-def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ratios: Mapping[str, float], seed: int = 0) -> tuple[dict[str, Any], list[Record]]:
-    """Write out_dir/{train,dev,test}.spacy; return (report, records kept with meta['split'] set)."""
+def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ratios: Mapping[str, float], seed: int = 0,
+                 fixed: Mapping[str, str] | None = None, train_extra: list[Record] = ()) -> tuple[dict[str, Any], list[Record]]:
+    """Write out_dir/{train,dev,test}.spacy; return (report, records kept with meta['split'] set).
+
+    fixed: record id -> split for records whose split is given (a user's dev set; on the native
+    path every source note trains); the others are split by `ratios`. train_extra: records that
+    only ever train (surrogate copies of training notes)."""
+    fixed = dict(fixed or {})
+    if set(fixed.values()) - set(SPLITS):
+        raise ValueError(f"unknown split in {sorted(set(fixed.values()))}")
     import spacy
     from spacy.tokens import DocBin
 
@@ -113,7 +121,9 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
     docs: dict[str, Any] = {}
     misaligned: list[str] = []
     retokenized = 0
-    for record in records:
+    extra_ids = {r.id for r in train_extra}
+    fixed.update({rid: "train" for rid in extra_ids})
+    for record in [*records, *train_extra]:
         doc = record_to_doc(nlp, record)
         if doc is not None and len(doc) != len(nlp.make_doc(record.text)):
             retokenized += 1
@@ -121,10 +131,11 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
             misaligned.append(record.id)
         else:
             docs[record.id] = doc
-    assignment = assign_splits(docs, ratios, seed)
+    assignment = assign_splits([rid for rid in docs if rid not in fixed], ratios, seed)
+    assignment.update({rid: split for rid, split in fixed.items() if rid in docs})
     bins = {k: DocBin(store_user_data=False) for k in SPLITS}
     final: list[Record] = []
-    for record in records:
+    for record in [*records, *train_extra]:
         if record.id not in docs:
             continue
         split = assignment[record.id]
@@ -136,7 +147,8 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
         # leaves the previous DocBin in place
         write_bytes_atomic(out_dir / f"{k}.spacy", bins[k].to_bytes())
     counts = {k: len(bins[k]) for k in SPLITS}
-    return {"ratios": dict(ratios), "seed": seed, "counts": counts, "retokenized_records": retokenized, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
+    return {"ratios": dict(ratios), "seed": seed, "counts": counts, "fixed": len(fixed), "train_extra": len(extra_ids & set(docs)),
+            "retokenized_records": retokenized, "misaligned_dropped": len(misaligned), "misaligned_ids": misaligned}, final
 
 
 def read_docbin_spans(path: str | Path, spacy_lang: str) -> list[tuple[str, list[tuple[int, int, str]]]]:

@@ -122,7 +122,8 @@ def normalize(raw: RawRecord, lang: str, label_map: dict[str, str | None] | None
     for rs in raw.spans:
         report.spans_read += 1
         loc = f"span [{rs.start},{rs.end}) {rs.label}"
-        if label_map is not None:
+        if label_map is not None and not (rs.label in CANONICAL_LABELS and rs.label not in label_map):
+            # (a canonical label passes as it is: a project JSONL read with a corpus' label map)
             # hierarchical labels ("NAME/PATIENT" in i2b2) fall back to their category ("NAME")
             key = rs.label if rs.label in label_map else rs.label.split("/", 1)[0]
             if key not in label_map:
@@ -242,6 +243,26 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
         yield record
 
 
+def guess_format(path: str | Path) -> str:
+    """The reader for a corpus path: a folder of .ann files is brat, .jsonl records, .spacy a
+    DocBin, .xml (or a folder of .xml files) i2b2."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"corpus not found: {path}")
+    if path.is_dir():
+        if any(path.rglob("*.ann")):
+            return "brat"
+        if any(path.rglob("*.xml")):
+            return "i2b2"
+        if any(path.rglob("*.jsonl")):
+            return "jsonl"
+        raise ValueError(f"{path}: cannot tell the corpus format (no .ann, .xml or .jsonl files); pass --format")
+    by_suffix = {".jsonl": "jsonl", ".spacy": "docbin", ".xml": "i2b2", ".ann": "brat", ".txt": "brat"}
+    if path.suffix in by_suffix:
+        return by_suffix[path.suffix]
+    raise ValueError(f"{path}: cannot tell the corpus format from its name; pass --format")
+
+
 def iter_files(path: Path, suffix: str) -> list[Path]:
     """One file, or every file with `suffix` under a folder (sorted, so ids and order are stable)."""
     if not path.exists():
@@ -260,5 +281,5 @@ def record_id_from(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-__all__ = ["FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files",
+__all__ = ["FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files", "guess_format",
            "check_language", "strip_bom", "unreadable"]

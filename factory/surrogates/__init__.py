@@ -267,8 +267,19 @@ def surrogate_file(
     one_casing_per_record: bool | None = None,
     unique_names: bool | None = None,
     splits: str | None = None,
+    originals: str | Path | None = None,
+    augment_share: float = 0.0,
+    dev_path: str | Path | None = None,
 ) -> dict[str, Any]:
-    """in_path (translated JSONL) -> out_dir/records.jsonl, train/dev/test.spacy, report.json."""
+    """in_path (translated JSONL) -> out_dir/records.jsonl, train/dev/test.spacy, report.json.
+
+    originals: the native path. The records of this file (the user's annotated notes, already in
+    the target language) are trained on as they are; `augment_share` of the training notes are
+    also added as surrogate-replaced copies (drawn from their placeholder versions in in_path),
+    to the training split only. dev_path: records of a development set (already in the target
+    language, as annotated) used as the dev split instead of a share of the source; on the native
+    path every source note then trains, and the held-out test split is that dev set too.
+    """
     from ..splits import parse_ratios, write_splits
 
     in_path, out_dir = Path(in_path), Path(out_dir)
@@ -276,18 +287,68 @@ def surrogate_file(
     for lineno, rec in enumerate(records, start=1):
         if rec.lang and rec.lang != target:
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the target {target!r}; translate it first")
-    kept, report = surrogate_records(records, target, seed, casing, one_casing_per_record, unique_names)
+    dev_records = list(read_records(dev_path)) if dev_path else []
     cfg = load_settings(target)
     ratios = parse_ratios(splits, cfg.get("splits"))
+    if originals is None:
+        kept, report = surrogate_records(records, target, seed, casing, one_casing_per_record, unique_names)
+        fixed: dict[str, str] = {}
+        if dev_records:  # the source's dev share trains; the given dev set is the dev split
+            ratios = parse_ratios({"train": ratios["train"] + ratios["dev"], "dev": 0.0, "test": ratios["test"]})
+        augment: list[Record] = []
+    else:
+        kept = list(read_records(originals))
+        for record in kept:
+            record.meta["native"] = True
+        # The split of every native note is decided here, once, so a surrogate copy can only be made
+        # of a note that trains (a copy of a dev/test note would leak it into training).
+        from ..splits import assign_splits
+
+        fixed = {r.id: "train" for r in kept} if dev_records else assign_splits([r.id for r in kept], ratios, seed)
+        augment, report = _augmentation(records, fixed, target, seed, augment_share, casing,
+                                        one_casing_per_record, unique_names)
+    for record in dev_records:
+        if record.id in {r.id for r in kept}:
+            raise RecordError(f"{dev_path}: record {record.id!r} is also in the training source; a dev set must be separate")
+        record.meta["dev_set"] = True
+    split_plan = {**fixed, **{r.id: "dev" for r in dev_records}}
+    if originals is not None and dev_records:
+        split_plan.update({f"{r.id}#test": "test" for r in dev_records})
+        dev_records = dev_records + [Record(f"{r.id}#test", r.lang, r.text, list(r.spans), {**r.meta, "copy_of_dev": True}) for r in dev_records]
     # DocBins, records and report replace the earlier ones together or not at all (a full disk
     # half-way must not leave new DocBins next to the records they were not made from)
     with all_or_nothing():
-        split_report, final = write_splits(kept, out_dir, cfg["_locale"].get("spacy_lang", target), ratios, seed)
+        split_report, final = write_splits(kept + dev_records, out_dir, cfg["_locale"].get("spacy_lang", target), ratios,
+                                           seed, fixed=split_plan, train_extra=augment)
         write_records(out_dir / "records.jsonl", final)
-        report.update({"input": str(in_path), "output_dir": str(out_dir), "splits": split_report})
+        report.update({"input": str(in_path), "output_dir": str(out_dir), "splits": split_report,
+                       "native": originals is not None, "originals": str(originals) if originals else None,
+                       "dev_path": str(dev_path) if dev_path else None,
+                       "test_is_dev": bool(originals is not None and dev_path and dev_records)})
         report["records_out"] = len(final)
         _write_json(out_dir / "report.json", report)
     return report
+
+
+def _augmentation(placeholdered: list[Record], plan: dict[str, str], target: str, seed: int, share: float,
+                  casing, one_casing_per_record, unique_names) -> tuple[list[Record], dict[str, Any]]:
+    """Surrogate-replaced copies of `share` of the native training notes (plan: id -> split; never
+    of dev/test notes, so no surrogate copy of a held-out note leaks into training)."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"--augment-share must be between 0 and 1, not {share}")
+    train_ids = sorted(rid for rid, split in plan.items() if split == "train")
+    chosen = set(random.Random(seed).sample(train_ids, round(share * len(train_ids)))) if share else set()
+    by_id = {r.id: r for r in placeholdered}
+    missing = sorted(chosen - set(by_id))  # notes the placeholder stage could not process
+    copies, report = surrogate_records([by_id[rid] for rid in sorted(chosen) if rid in by_id], target, seed, casing,
+                                       one_casing_per_record, unique_names)
+    for copy in copies:
+        copy.meta["augmentation_of"] = copy.id
+        copy.id = f"{copy.id}#aug"
+    report["augment_share"] = share
+    report["augmented_copies"] = len(copies)
+    report["augment_missing_placeholder"] = len(missing)
+    return copies, report
 
 
 def surrogate_command(
@@ -299,11 +360,23 @@ def surrogate_command(
     one_casing_per_record: bool = typer.Option(False, help="One casing for all names of a record"),
     unique_names: bool = typer.Option(True, help="Never reuse a full name in the corpus (zero-shot test set)"),
     splits: str = typer.Option("", help="train/dev/test shares, e.g. 0.8,0.1,0.1 (split by record)"),
+    native: str = typer.Option("no", "--native", help="yes: train on --originals as annotated (surrogate copies only as --augment-share); auto: yes unless --source-format is synth and when the source language is the target"),
+    originals: Path | None = typer.Option(None, "--originals", help="Native path: the annotated records (JSONL) before placeholders"),
+    augment_share: float = typer.Option(0.0, "--augment-share", help="Native path: share of training notes also added as surrogate copies (0-1)"),
+    dev: str = typer.Option("-", "--dev", help="Records (JSONL) of a dev set in the target language, used as the dev split; '-' or an empty file: split the source"),
+    source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
+    source_lang: str = typer.Option("", "--source-lang", help="Language of the source corpus (for --native auto)"),
 ) -> None:
     """Insert target-locale surrogates and write records.jsonl + train/dev/test DocBins + report.json."""
+    from ..extract import resolve_native
 
     try:
-        report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names, splits or None)
+        is_native = resolve_native(native, source_format, source_lang or target, target)
+        if is_native and originals is None:
+            raise ValueError("--native needs --originals (the annotated records before placeholders)")
+        dev_path = None if dev == "-" or (Path(dev).exists() and Path(dev).stat().st_size == 0) else Path(dev)
+        report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names,
+                                splits or None, originals if is_native else None, augment_share, dev_path)
     except (FileNotFoundError, RecordError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
