@@ -71,9 +71,22 @@ class Identifier:
     def is_valid_compact(self, code: str) -> bool:
         raise NotImplementedError
 
+    def calc_check_digit(self, payload: str) -> str | None:
+        """The check digit(s) that follow `payload`; None where the format has no value for them."""
+        raise NotImplementedError
+
+    # Most formats are a payload and its check digit(s): a subclass says how long a payload is
+    # (random digits, the first not 0) or draws it itself; formats laid out otherwise override draw.
+    payload_length: int = 0
+
+    def draw_payload(self, rng: random.Random) -> str | None:
+        return random_digits(rng, self.payload_length, first_nonzero=True)
+
     def draw(self, rng: random.Random) -> str | None:
         """One random compact value, valid by construction, or None to draw again."""
-        raise NotImplementedError
+        payload = self.draw_payload(rng)
+        check = None if payload is None else self.calc_check_digit(payload)
+        return None if check is None else payload + check
 
     def generate(self, rng: random.Random) -> str:
         """A random valid value in compact form."""
@@ -114,7 +127,7 @@ class LuhnIdentifier(Identifier):
     luhn_prefix: str = ""
 
     def calc_check_digit(self, payload: str) -> str:
-        return luhn.calc_check_digit(self.luhn_prefix + payload)
+        return luhn.calc_check_digit(self.luhn_prefix + self.luhn_digits(payload))
 
     def luhn_digits(self, code: str) -> str:
         """The digits the Luhn key is computed over (FINESS reads Corsica's 2A/2B as 20)."""
@@ -126,10 +139,6 @@ class LuhnIdentifier(Identifier):
 
     def draw_payload(self, rng: random.Random) -> str:
         return random_digits(rng, self.length - 1)
-
-    def draw(self, rng: random.Random) -> str | None:
-        payload = self.draw_payload(rng)
-        return payload + self.calc_check_digit(self.luhn_digits(payload))
 
 
 def register(identifier: Identifier) -> Identifier:

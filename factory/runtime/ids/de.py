@@ -23,15 +23,12 @@ class Idnr(StdnumIdentifier):
     def calc_check_digit(self, payload: str) -> str:
         return mod_11_10.calc_check_digit(payload)
 
-    def draw(self, rng: random.Random) -> str | None:
+    def draw_payload(self, rng: random.Random) -> str | None:
         # nine distinct digits and one of them again: the repetition rule holds by construction
         digits = rng.sample(string.digits, 9)
         digits.append(rng.choice(digits))
         rng.shuffle(digits)
-        if digits[0] == "0":
-            return None
-        payload = "".join(digits)
-        return payload + self.calc_check_digit(payload)
+        return None if digits[0] == "0" else "".join(digits)
 
 
 class Kvnr(Identifier):
@@ -53,9 +50,8 @@ class Kvnr(Identifier):
     def is_valid_compact(self, code: str) -> bool:
         return bool(re.fullmatch(r"[A-Z]\d{9}", code)) and self.calc_check_digit(code[:9]) == code[9]
 
-    def draw(self, rng: random.Random) -> str:
-        payload = rng.choice(string.ascii_uppercase) + random_digits(rng, 8)
-        return payload + self.calc_check_digit(payload)
+    def draw_payload(self, rng: random.Random) -> str:
+        return rng.choice(string.ascii_uppercase) + random_digits(rng, 8)
 
 
 class Lanr(Identifier):

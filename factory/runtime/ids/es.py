@@ -16,14 +16,10 @@ from .iban import Iban
 class Dni(StdnumIdentifier):
     """DNI: 8 digits and a letter, "TRWAGMYFPDXBNJZSQVHLCKE"[number mod 23] (python-stdnum es.dni)."""
 
-    key, module = "es.dni", std_dni
+    key, module, payload_length = "es.dni", std_dni, 8
 
     def calc_check_digit(self, number: str) -> str:
         return std_dni.calc_check_digit(number)
-
-    def draw(self, rng: random.Random) -> str:
-        number = random_digits(rng, 8, first_nonzero=True)
-        return number + self.calc_check_digit(number)
 
 
 class Nie(StdnumIdentifier):
@@ -37,9 +33,8 @@ class Nie(StdnumIdentifier):
         """`number`: the prefix letter and the 7 digits."""
         return std_nie.calc_check_digit(number)
 
-    def draw(self, rng: random.Random) -> str:
-        number = rng.choice(self.PREFIXES) + random_digits(rng, 7)
-        return number + self.calc_check_digit(number)
+    def draw_payload(self, rng: random.Random) -> str:
+        return rng.choice(self.PREFIXES) + random_digits(rng, 7)
 
 
 class Nass(Identifier):

@@ -69,14 +69,10 @@ class Finess(LuhnIdentifier):
 class Siren(StdnumIdentifier):
     """SIREN (companies): 8 digits and a Luhn digit (python-stdnum fr.siren)."""
 
-    key, module = "fr.siren", std_siren
+    key, module, payload_length = "fr.siren", std_siren, 8
 
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)
-
-    def draw(self, rng: random.Random) -> str:
-        payload = random_digits(rng, 8, first_nonzero=True)
-        return payload + self.calc_check_digit(payload)
 
 
 class Siret(StdnumIdentifier):
@@ -88,9 +84,8 @@ class Siret(StdnumIdentifier):
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)
 
-    def draw(self, rng: random.Random) -> str:
-        payload = siren.generate(rng) + random_digits(rng, 4)
-        return payload + self.calc_check_digit(payload)
+    def draw_payload(self, rng: random.Random) -> str:
+        return siren.generate(rng) + random_digits(rng, 4)
 
 
 # The RIB key reads letters of the account as digits: A-I 1-9, J-R 1-9, S-Z 2-9.

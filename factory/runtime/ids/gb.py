@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import random
-
 from stdnum.gb import nhs as std_nhs
 
-from .core import StdnumIdentifier, random_digits, register, solve_check_digits
+from .core import StdnumIdentifier, register, solve_check_digits
 from .iban import Iban
 
 
@@ -14,17 +12,12 @@ class Nhs(StdnumIdentifier):
     """NHS number: 9 digits and a mod-11 check digit (weights 10 to 2); a payload whose check
     would be 10 is never issued (python-stdnum gb.nhs)."""
 
-    key, module = "gb.nhs", std_nhs
+    key, module, payload_length = "gb.nhs", std_nhs, 9
     layout = "### ### ####"
 
     def calc_check_digit(self, payload: str) -> str | None:
         """None where no digit fits (the check would be 10)."""
         return solve_check_digits(payload, std_nhs.is_valid)
-
-    def draw(self, rng: random.Random) -> str | None:
-        payload = random_digits(rng, 9, first_nonzero=True)
-        check = self.calc_check_digit(payload)
-        return payload + check if check is not None else None
 
 
 nhs = register(Nhs())

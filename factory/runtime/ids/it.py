@@ -29,13 +29,12 @@ class Codicefiscale(StdnumIdentifier):
         """`body`: the first 15 characters."""
         return std_codicefiscale.calc_check_digit(body)
 
-    def draw(self, rng: random.Random) -> str:
+    def draw_payload(self, rng: random.Random) -> str:
         names = "".join(rng.choice(_CONSONANTS) for _ in range(6))
         birth = _FIRST_BIRTH + dt.timedelta(days=rng.randrange(_BIRTH_DAYS))
         day = birth.day + (40 if rng.random() < 0.5 else 0)
         municipality = rng.choice("ABCDEFGHILM") + random_digits(rng, 3)
-        body = f"{names}{birth.year % 100:02d}{_MONTHS[birth.month - 1]}{day:02d}{municipality}"
-        return body + self.calc_check_digit(body)
+        return f"{names}{birth.year % 100:02d}{_MONTHS[birth.month - 1]}{day:02d}{municipality}"
 
 
 class Iva(StdnumIdentifier):
@@ -47,9 +46,8 @@ class Iva(StdnumIdentifier):
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)
 
-    def draw(self, rng: random.Random) -> str:
-        payload = random_digits(rng, 7, first_nonzero=True) + f"{rng.randint(1, 100):03d}"
-        return payload + self.calc_check_digit(payload)
+    def draw_payload(self, rng: random.Random) -> str:
+        return random_digits(rng, 7, first_nonzero=True) + f"{rng.randint(1, 100):03d}"
 
 
 class ItIban(Iban):

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import random
-
 from stdnum.nl import bsn as std_bsn
 
-from .core import StdnumIdentifier, random_digits, register, solve_check_digits
+from .core import StdnumIdentifier, register, solve_check_digits
 from .iban import Iban
 
 
@@ -14,16 +12,11 @@ class Bsn(StdnumIdentifier):
     """BSN: 9 digits (leading zeros often left out) passing the "elfproef": digits times 9, 8 ... 2
     and the last times -1 sum to a multiple of 11 (python-stdnum nl.bsn)."""
 
-    key, module = "nl.bsn", std_bsn
+    key, module, payload_length = "nl.bsn", std_bsn, 8
 
     def calc_check_digit(self, payload: str) -> str | None:
         """None where no digit fits."""
         return solve_check_digits(payload, std_bsn.is_valid)
-
-    def draw(self, rng: random.Random) -> str | None:
-        payload = random_digits(rng, 8, first_nonzero=True)
-        check = self.calc_check_digit(payload)
-        return payload + check if check is not None else None
 
 
 bsn = register(Bsn())

@@ -25,9 +25,8 @@ class Nif(StdnumIdentifier):
     def calc_check_digit(self, payload: str) -> str:
         return std_nif.calc_check_digit(payload)
 
-    def draw(self, rng: random.Random) -> str:
-        payload = rng.choice("123") + random_digits(rng, 7)
-        return payload + self.calc_check_digit(payload)
+    def draw_payload(self, rng: random.Random) -> str:
+        return rng.choice("123") + random_digits(rng, 7)
 
 
 class Cc(StdnumIdentifier):
@@ -52,10 +51,9 @@ class Cc(StdnumIdentifier):
         return (bool(re.fullmatch(r"\d{9}[A-Z0-9]{2}\d", code)) and std_cc.is_valid(code)
                 and self.calc_civil_check_digit(code[:8]) == code[8])
 
-    def draw(self, rng: random.Random) -> str:
+    def draw_payload(self, rng: random.Random) -> str:
         civil = random_digits(rng, 8)
-        payload = civil + self.calc_civil_check_digit(civil) + "Z" + rng.choice("ZYXWV")  # versions are issued from ZZ down
-        return payload + self.calc_check_digit(payload)
+        return civil + self.calc_civil_check_digit(civil) + "Z" + rng.choice("ZYXWV")  # versions are issued from ZZ down
 
 
 class Niss(Identifier):
@@ -73,9 +71,8 @@ class Niss(Identifier):
     def is_valid_compact(self, code: str) -> bool:
         return bool(re.fullmatch(r"[12]\d{10}", code)) and self.calc_check_digit(code[:10]) == code[10]
 
-    def draw(self, rng: random.Random) -> str:
-        payload = "1" + random_digits(rng, 9)
-        return payload + self.calc_check_digit(payload)
+    def draw_payload(self, rng: random.Random) -> str:
+        return "1" + random_digits(rng, 9)
 
 
 class PtIban(Iban):
