@@ -257,3 +257,20 @@ def test_runtime_ids_import_nothing_factory_only():
             "print(sorted(m for m in ('faker', 'argostranslate', 'torch', 'spacy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- surrogate generators
+def test_surrogate_specs_choose_the_written_form():
+    from deid_factory.surrogates.ids import generate_id
+
+    rng = random.Random(1)
+    value, kind, validated = generate_id(rng, {"kind": "es_nass", "layouts": ["## ######## ##"]})
+    assert re.fullmatch(r"\d{2} \d{8} \d{2}", value) and kind == "es_nass" and validated
+    value, _, validated = generate_id(rng, {"kind": "fr_nir", "format": "compact"})
+    assert re.fullmatch(r"[12]\d{4}(?:\d{2}|2[AB])\d{8}", value) and validated
+    value, _, validated = generate_id(rng, {"kind": "es_nass"})  # the identifier's usual layout
+    assert re.fullmatch(r"\d{2}/\d{8}/\d{2}", value) and validated
+    value, _, validated = generate_id(rng, {"kind": "iban", "country": "IT"})
+    assert value.startswith("IT") and ids.get("it.iban").is_valid(value) and validated
+    with pytest.raises(ValueError, match="no IBAN generator for country 'XX'; known: DE, ES, FR, GB, IT, NL, PT"):
+        generate_id(rng, {"kind": "iban", "country": "XX"})
