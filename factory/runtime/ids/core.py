@@ -52,7 +52,8 @@ def solve_check_digits(payload: str, is_valid: Callable[[str], bool], width: int
 
 
 class Identifier:
-    """One identifier format. Subclasses set `key` and implement `is_valid_compact` and `draw`."""
+    """One identifier format. Subclasses set `key`, implement `is_valid_compact`, and either
+    `calc_check_digit` with `payload_length` or `draw_payload`, or `draw` itself."""
 
     key: str = ""  # "<country>.<name>", its name in the registry
     # How the value is usually written, '#' for each character of the compact value (see

@@ -67,7 +67,7 @@ class Nass(Identifier):
         return 1 <= int(province) <= 53 and self.calc_check_digit(province, number) == control
 
     def draw(self, rng: random.Random) -> str:
-        province = f"{rng.randint(1, 52):02d}"  # 53 is not a province
+        province = f"{rng.randint(1, 52):02d}"  # the 52 provinces; 53 is accepted (as it always was), never drawn
         number = random_digits(rng, 8)  # a tenth start with 0: the rule's second branch
         return province + number + self.calc_check_digit(province, number)
 
