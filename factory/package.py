@@ -35,6 +35,10 @@ from .records import OutputError, writes_to
 log = logging.getLogger(__name__)
 
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
+# Subpackages of the runtime copied whole (spaCy's setup.py packages only the top folder, so their
+# modules travel as package data: RUNTIME_DATA).
+RUNTIME_SUBPACKAGES = ("ids",)
+RUNTIME_DATA = ["*.yml"] + [f"{name}/*.py" for name in RUNTIME_SUBPACKAGES]
 # What the wheel needs at run time: nothing factory-only (no Argos, torch, Faker).
 WHEEL_REQUIREMENTS = ["spacy>=3.8,<3.9", "python-stdnum>=1.20", "pyyaml>=6.0", "langdetect==1.0.9"]
 
@@ -185,13 +189,15 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
         setup = (root / "setup.py").read_text(encoding="utf-8")
         patched = setup.replace("model_name = str(meta['lang'] + '_' + meta['name'])", "model_name = str(meta['name'])")
         patched = patched.replace("package_data={model_name: list_files(model_dir)}",
-                                  "package_data={model_name: list_files(model_dir) + ['*.yml']}")
-        if patched.count("str(meta['name'])") != 1 or "['*.yml']" not in patched:
+                                  f"package_data={{model_name: list_files(model_dir) + {RUNTIME_DATA!r}}}")
+        if patched.count("str(meta['name'])") != 1 or repr(RUNTIME_DATA) not in patched:
             raise PackageError("spaCy's package template changed: cannot rename the package to " + name)
         (root / "setup.py").write_text(patched, encoding="utf-8")
         for f in sorted(RUNTIME_DIR.iterdir()):
             if f.suffix in (".py", ".yml") and f.name != "__init__.py":
                 shutil.copyfile(f, pkg / f.name)
+            elif f.name in RUNTIME_SUBPACKAGES:
+                shutil.copytree(f, pkg / f.name, ignore=shutil.ignore_patterns("__pycache__"))
         (pkg / "__init__.py").write_text(WHEEL_INIT.format(lang=lang), encoding="utf-8")
         dist = work / "dist"
         # Offline first: this environment's setuptools builds the wheel (>= 70.1 has bdist_wheel, or
