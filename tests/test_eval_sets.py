@@ -1,0 +1,165 @@
+"""Hand-written evaluation sets (corpora/eval/<lc>/): readable, valid, as counted, and unseen.
+
+Each set is a brat folder that `factory evaluate` scores pipelines on. These tests read it with the
+project's own brat reader and check that
+  - it holds at least MIN_DOCUMENTS documents and reads without a skipped record or a trimmed span;
+  - every span is valid as written in the .ann file: the annotated string equals the text slice,
+    the label is canonical, no space or punctuation at either end, no line break inside;
+  - the counts its README.md states (documents, spans per label) are the counts of the files, so
+    every label the set claims is really there;
+  - no document shares text with a training source of the project (corpora/synth/, every locale):
+    the word 8-grams of a document's PHI-free stretches are looked up in the training sources'
+    text. A copied or lightly edited document shares most of its 8-grams; a stock phrase of
+    French letters ("Je vous prie de croire, chère Consœur, ...") that a template may also use
+    is a handful of them, so a document fails when more than MAX_SHARED_NGRAMS of its 8-grams
+    occur in a training source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from deid_factory import PROJECT_ROOT
+from deid_factory.labels import CANONICAL_LABELS
+from deid_factory.readers import ReadReport, iter_raw, read_corpus
+from deid_factory.records import trim_span
+
+EVAL_DIR = PROJECT_ROOT / "corpora" / "eval"
+TRAINING_SOURCES = PROJECT_ROOT / "corpora" / "synth"
+SETS = sorted(p.name for p in EVAL_DIR.iterdir() if p.is_dir() and any(p.glob("*.ann")))
+MIN_DOCUMENTS = 40
+NGRAM = 8
+MAX_SHARED_NGRAMS = 0.05  # share of a document's 8-grams that may also occur in a training source
+_WORD = re.compile(r"\w+")
+
+
+def _read(lc: str):
+    report = ReadReport()
+    records = list(read_corpus(EVAL_DIR / lc, "brat", lang=lc, on_error="raise", report=report))
+    return records, report
+
+
+@pytest.fixture(scope="module", params=SETS)
+def eval_set(request):
+    return request.param, *_read(request.param)
+
+
+def test_the_french_set_exists():
+    assert "fr" in SETS, f"no brat files in {EVAL_DIR / 'fr'}"
+
+
+def test_set_reads_whole_and_is_large_enough(eval_set):
+    lc, records, report = eval_set
+    assert len(records) >= MIN_DOCUMENTS, f"{lc}: {len(records)} documents, need at least {MIN_DOCUMENTS}"
+    assert report.trimmed == 0, f"{lc}: {report.trimmed} spans needed trimming"
+    assert report.duplicates == 0 and report.spans_kept == report.spans_read
+    assert all(r.spans for r in records), f"{lc}: documents without PHI: {[r.id for r in records if not r.spans]}"
+
+
+def test_every_span_is_valid_as_written(eval_set):
+    lc = eval_set[0]
+    problems = []
+    for raw in iter_raw(EVAL_DIR / lc, "brat", lc):
+        assert raw.error is None, raw.error
+        for span in raw.spans:
+            where = f"{raw.id} [{span.start},{span.end}) {span.label}"
+            if span.label not in CANONICAL_LABELS:
+                problems.append(f"{where}: label not canonical")
+            if span.text is None or raw.text[span.start : span.end] != span.text:
+                problems.append(f"{where}: .ann string differs from the text slice")
+            if trim_span(raw.text, span.start, span.end) != (span.start, span.end):
+                problems.append(f"{where}: space or punctuation at an edge")
+            if "\n" in raw.text[span.start : span.end]:
+                problems.append(f"{where}: line break inside")
+    assert not problems, "\n".join(problems)
+
+
+def _readme_counts(lc: str) -> tuple[int, dict[str, int]]:
+    """The documents count and the per-label span counts from the README's tables (`| X | 1,234 |`)."""
+    documents, labels = None, {}
+    for line in (EVAL_DIR / lc / "README.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or not cells[1].replace(",", "").isdigit():
+            continue
+        value = int(cells[1].replace(",", ""))
+        if cells[0] == "documents":
+            documents = value
+        elif cells[0] in CANONICAL_LABELS:
+            labels[cells[0]] = value
+    return documents, labels
+
+
+def test_readme_counts_are_the_files_counts(eval_set):
+    lc, records, _ = eval_set
+    documents, claimed = _readme_counts(lc)
+    actual = Counter(s.label for r in records for s in r.spans)
+    assert documents == len(records), f"{lc}: README says {documents} documents, the folder holds {len(records)}"
+    assert claimed, f"{lc}: README.md has no per-label count table"
+    assert claimed == dict(actual), f"{lc}: README counts {claimed} != files {dict(actual)}"
+    assert all(n > 0 for n in claimed.values())
+
+
+# ----------------------------------------------------------------------------- unseen text
+def _ngrams(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + NGRAM]) for i in range(len(words) - NGRAM + 1)}
+
+
+def phi_free_ngrams(text: str, spans) -> set[tuple[str, ...]]:
+    """Lower-cased word 8-grams of the text between PHI spans (none reaches across a span)."""
+    grams: set[tuple[str, ...]] = set()
+    cut = 0
+    for start, end in sorted((s.start, s.end) for s in spans) + [(len(text), len(text))]:
+        grams |= _ngrams(_WORD.findall(text[cut:start].lower()))
+        cut = max(cut, end)
+    return grams
+
+
+def source_ngrams(folder: Path) -> set[tuple[str, ...]]:
+    grams: set[tuple[str, ...]] = set()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        grams |= _ngrams(_WORD.findall(path.read_text(encoding="utf-8", errors="replace").lower()))
+    return grams
+
+
+def shared_documents(records, sources: set[tuple[str, ...]]) -> list[str]:
+    """Ids (with the shared share) of the documents whose 8-grams occur too often in `sources`."""
+    flagged = []
+    for record in records:
+        grams = phi_free_ngrams(record.text, record.spans)
+        shared = len(grams & sources) / len(grams) if grams else 0.0
+        if shared > MAX_SHARED_NGRAMS:
+            flagged.append(f"{record.id} ({shared:.0%} of {len(grams)} 8-grams)")
+    return flagged
+
+
+def test_no_document_text_in_the_training_sources(eval_set):
+    lc, records, _ = eval_set
+    assert TRAINING_SOURCES.is_dir()
+    sources = source_ngrams(TRAINING_SOURCES)
+    assert len(sources) > 1000, "the training sources were not read"
+    grams = [phi_free_ngrams(r.text, r.spans) for r in records]
+    assert all(len(g) >= 20 for g in grams), f"{lc}: a document too short for the overlap check"
+    flagged = shared_documents(records, sources)
+    assert not flagged, f"{lc}: documents sharing text with {TRAINING_SOURCES}: {flagged}"
+
+
+def test_overlap_check_finds_a_copied_document(tmp_path: Path):
+    """The check above can fail: a training source holding one set document's prose, even with
+    other PHI in the slots and a different layout, flags that document and no other."""
+    records, _ = _read(SETS[0])
+    copied = max(records, key=lambda r: len(r.text))
+    prose = []
+    cut = 0
+    for span in copied.spans:
+        prose.append(copied.text[cut : span.start])
+        prose.append("{" + span.label.lower() + "}")
+        cut = span.end
+    prose.append(copied.text[cut:])
+    template = tmp_path / "templates.yml"
+    template.write_text("sections:\n  - '" + " ".join("".join(prose).split()).replace("'", "''") + "'\n", encoding="utf-8")
+    flagged = shared_documents(records, source_ngrams(tmp_path))
+    assert [f.split(" ")[0] for f in flagged] == [copied.id]
