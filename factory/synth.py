@@ -298,12 +298,12 @@ def _id_value(kind: str, layouts: Sequence[str], rng: random.Random) -> str:
     """One identifier as a note writes it: the engine's one door to identifier code (formats.yml `ids`
     gives every `{id.<name>}` its kind and layouts).
 
-    kind "shape" (NHC, episode, plate...): a layout is drawn and filled (`#` digit, `@` digit 1-9,
-    `L` letter). Any other kind names a registry identifier ("es.nass"): a valid value is drawn in
-    compact form, then laid out in a drawn layout, each `#` taking its next character. When
-    `deid_factory.runtime.ids` lands, the marked line becomes `ids.get(kind).generate(rng)` (and
-    `_lay_out` its `ids.layout`); raises KeyError for an unknown kind, ValueError for a layout that
-    does not fit the value."""
+    kind "shape" (NHC, episode, plate...): a layout is drawn and filled by surrogates.ids.fill_pattern
+    (`#` digit, `@` digit 1-9, `L` capital consonant). Any other kind names a registry identifier
+    ("es.nass"): a valid value is drawn in compact form, then laid out in a drawn layout, each `#`
+    taking its next character. When `deid_factory.runtime.ids` lands, the marked line becomes
+    `ids.get(kind).generate(rng)` (and `_lay_out` its `ids.layout`). Raises KeyError for an unknown
+    kind, ValueError for a layout that does not fit the value."""
     from .surrogates.ids import fill_pattern
 
     if kind == SHAPE:
