@@ -1,12 +1,13 @@
-"""Stage 1, extract: any supported corpus (or the embedded synthetic one) -> validated JSONL records.
+"""Stage 1, extract: any supported corpus (the embedded synthetic one included) -> validated JSONL records.
 
     factory extract ../shared/corpora/meddocan/train --format brat --label-map meddocan --lang es \
         --out data/extract.jsonl --report data/extract.report.json
     factory extract - --format synth --n 1000 --seed 13 --lang es --out data/extract.jsonl
 
-Output records carry canonical labels only and pass `records.validate_record`; the report holds the
-reader's counts (spans dropped per label, trimmed, skipped records with reasons by id) and the
-corpus statistics summary (stats.py).
+Every format goes through `readers.read_corpus`. Output records carry canonical labels only and pass
+`records.validate_record`; the report holds the reader's counts (spans dropped per label, trimmed,
+skipped records with reasons by id), the corpus statistics summary (stats.py) and, for a generated
+corpus, its own summary under the format's name ("synth": templates used, document types).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Iterable, Iterator
 import srsly
 import typer
 
-from .readers import FORMATS, ReadReport, check_language, read_corpus
+from .readers import FORMATS, GENERATED_FORMATS, ReadReport, check_language, read_corpus
 from .records import Record, RecordError, validate_record, write_records, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 
@@ -27,37 +28,35 @@ DEFAULT_LABEL_MAPS = {"i2b2": "i2b2"}
 
 def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report_path: str | Path | None = None,
             label_map: str | None = None, n: int = 1000, seed: int = 13, on_error: str = "raise") -> dict[str, Any]:
-    """Read (or generate) a corpus, validate every record, write them atomically; return the report."""
+    """Read (or generate) a corpus, validate every record, write them atomically; return the report.
+
+    `n` and `seed` apply to a generated format (synth), whose INPUT is optional (its data folder)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     check_language(lang)  # before anything is read or written
-    report: dict[str, Any] = {"format": fmt, "lang": lang, "input": None if fmt == "synth" else str(inp), "out": str(out)}
+    generated = fmt in GENERATED_FORMATS
+    if not generated and (inp is None or str(inp) == "-"):
+        raise ValueError(f"format {fmt!r} needs an INPUT path")
+    report: dict[str, Any] = {"format": fmt, "lang": lang, "input": None if inp is None else str(inp), "out": str(out)}
+    if generated:
+        report.update({"n": n, "seed": seed})
+    label_map = None if generated else label_map or DEFAULT_LABEL_MAPS.get(fmt)
+    report["label_map"] = label_map
+    reader_report = ReadReport()
+    records = read_corpus(inp, fmt, label_map, lang, on_error=on_error, report=reader_report, n=n, seed=seed)
     per_record: list[dict[str, Any]] = []
-    if fmt == "synth":
-        from .synth import SynthData, corpus_report, generate_records
-
-        data = SynthData.load(lang)
-        records: Iterable[Record] = list(generate_records(n, seed, lang, data))
-        report.update({"n": n, "seed": seed, "synth": corpus_report(list(records), data, lang)})
-    else:
-        if inp is None or str(inp) == "-":
-            raise ValueError(f"format {fmt!r} needs an INPUT path")
-        reader_report = ReadReport()
-        label_map = label_map or DEFAULT_LABEL_MAPS.get(fmt)
-        report["label_map"] = label_map
-        records = read_corpus(inp, fmt, label_map, lang, on_error=on_error, report=reader_report)
-        report["reader"] = reader_report
 
     def checked(items: Iterable[Record]) -> Iterator[Record]:
         for record in items:
             record.lang = lang
-            validate_record(record, where=f"{inp if fmt != 'synth' else 'synthetic corpus'}")
+            validate_record(record, where=str(inp if inp is not None else f"{fmt} corpus"))
             per_record.append(record_stats(record))
             yield record
 
     report["records_written"] = write_records(out, checked(records))
-    if "reader" in report:
-        report["reader"] = report["reader"].to_dict()
+    report["reader"] = reader_report.to_dict()
+    if reader_report.corpus is not None:
+        report[fmt] = reader_report.corpus.to_dict()
     report["stats"] = summarize(per_record)
     if report_path:
         write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
@@ -81,7 +80,7 @@ def resolve_native(native: str, source_format: str, source_lang: str, target: st
 
 
 def extract_command(
-    inp: str = typer.Argument("-", metavar="INPUT", help="Corpus file or folder ('-' for --format synth)"),
+    inp: str = typer.Argument("-", metavar="INPUT", help="Corpus file or folder (synth: its data folder, '-' for corpora/synth/<lang>)"),
     fmt: str = typer.Option(..., "--format", help=f"One of: {', '.join(FORMATS)}, or auto (from the path)"),
     lang: str = typer.Option("es", "--lang", help="Language of the corpus"),
     out: Path = typer.Option(..., "--out", help="Output JSONL of validated records"),

@@ -182,3 +182,163 @@ def test_a_second_language_is_data_only(tmp_path):
         assert "motif" in r.text[:10].lower()
         people = [r.text[s.start:s.end] for s in r.spans if s.label == "PERSON"]
         assert len(people) == 1 and len(people[0].split()) >= 2
+
+
+# ----------------------------------------------------------------------------- a locale is data only
+FRENCH_LOCALE = {
+    "lexicon.yml": """
+faker_locale: fr_FR
+surnames: 1
+name_casing: {title: 1}
+titles:
+  courtesy: {m: ["M."], f: ["Mme"]}
+  staff: {m: ["Dr"], f: ["Dr"]}
+lists:
+  relatives:
+    - {rel: fille, sex: f}
+  places:
+    - {city: Lyon, cp: "69"}
+  street_types: [rue]
+  street_names: [de la République]
+""",
+    "formats.yml": """
+months: [janvier, février, mars, avril, mai, juin, juillet, août, septembre, octobre, novembre, décembre]
+date_formats:
+  numeric: ["{dd}/{mm}/{yyyy}"]
+  text: ["{d} {month} {yyyy}"]
+age_formats: ["{n} ans"]
+phone_formats: ["0# ## ## ## ##"]
+ids:
+  ipp: {kind: shape, layouts: ["########"]}
+""",
+    "slots.yml": """
+slots:
+  patient:  {make: person, label: PERSON, kind: patient, sex: patient, title: courtesy}
+  fille:    {make: person, label: PERSON, kind: relative, relation: relatives}
+  medecin:  {make: person, label: PERSON, kind: staff, title: staff}
+  age:      {make: age, label: AGE}
+  date:     {make: date, label: DATE}
+  id:       {make: id, label: ID, keep: note}
+  tel:      {make: shape, shapes: phone_formats, label: PHONE, keep: note}
+  place:    {make: record, list: places, keep: note}
+  ville:    {make: text, text: "{place.city}", label: LOCATION, kind: city, keep: note}
+  cp:       {make: text, text: "{place.cp}{n:000-999}", label: LOCATION, kind: postcode, keep: note}
+  adresse:  {make: text, text: "{n:1-99} {street_types} {street_names}", label: ADDRESS, keep: note}
+""",
+    "sections.yml": """
+heading_formats: ["{H}\\n"]
+newline_p: 0.0
+documents:
+  - {name: courrier, sections: [lettre]}
+sections:
+  lettre:
+    headings: [Courrier]
+    n: [3, 3]
+    templates:
+      - "{patient.title} {patient}, {age}, domicilié<|e> {adresse}, {cp} {ville}, IPP {id.ipp}."
+      - "Adressé<|e> le {date.admission.text} par le {medecin.title} {medecin} ; tél. {tel}."
+      - "Accompagné<|e> de sa {fille.rel}, {fille}."
+""",
+}
+
+# Each French sentence parsed back independently: a group named LABEL or LABEL_x is a span.
+FRENCH_SENTENCES = [
+    r"(?P<title>M\.|Mme) (?P<PERSON_patient>[^,]+), (?P<AGE>\d+ ans), domicilié(?P<e1>e?) (?P<ADDRESS>\d+ rue de la République), "
+    r"(?P<LOCATION_cp>69\d{3}) (?P<LOCATION_city>Lyon), IPP (?P<ID>\d{8})\.",
+    r"Adressé(?P<e2>e?) le (?P<DATE>\d{1,2} (?:janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre) "
+    r"\d{4}) par le Dr (?P<PERSON_staff>[^;]+) ; tél\. (?P<PHONE>0\d(?: \d\d){4})\.",
+    r"Accompagné(?P<e3>e?) de sa fille, (?P<PERSON_relative>[^,.;]+)\.",
+]
+
+
+def test_a_new_locale_is_a_folder_of_data_files(tmp_path):
+    """A French locale written from scratch (no copy of the Spanish data) builds notes with exact spans,
+    through the one path every corpus takes (read_corpus / extract)."""
+    from deid_factory.extract import extract
+    from deid_factory.readers import read_corpus
+
+    folder = tmp_path / "fr"
+    folder.mkdir()
+    for name, text in FRENCH_LOCALE.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    records = list(read_corpus(folder, "synth", lang="fr", n=20, seed=3))
+    assert [r.id for r in records][:2] == ["synth-fr-3-000000", "synth-fr-3-000001"]
+    for r in records:
+        assert r.text.startswith("COURRIER\n") and r.lang == "fr"
+        expected, groups = set(), {}
+        for pattern in FRENCH_SENTENCES:
+            m = re.search(pattern, r.text)
+            assert m, (r.id, pattern)
+            expected |= {(m.start(g), m.end(g), g.split("_")[0]) for g in m.groupdict() if g.split("_")[0] in LABELS}
+            groups.update(m.groupdict())
+            assert r.text.count(m.group()) == 1
+        assert {(s.start, s.end, s.label) for s in r.spans} == expected, r.id
+        # agreement follows the patient's sex in every sentence: "M. ... domicilié", "Mme ... domiciliée"
+        assert {groups["e1"], groups["e2"], groups["e3"]} == ({""} if groups["title"] == "M." else {"e"}), r.id
+        kinds = {r.text[s.start:s.end]: s.attrs.get("kind") for s in r.spans}
+        assert kinds["Lyon"] == "city" and sorted(kinds.values(), key=str).count("staff") == 1
+    assert len({r.text for r in records}) == 20
+    # the same corpus through `factory extract <folder> --format synth`
+    rep = extract(folder, "synth", "fr", tmp_path / "fr.jsonl", n=20, seed=3)
+    assert [r.to_dict() for r in read_records(tmp_path / "fr.jsonl")] == [r.to_dict() for r in records]
+    assert rep["synth"]["records"] == 20 and rep["synth"]["doc_types"] == {"courrier": 20}
+
+
+def _edited_copy(tmp_path, file: str, edit) -> "Path":
+    """A copy of the Spanish data with one YAML file changed by `edit(data)`."""
+    folder = tmp_path / "es"
+    shutil.copytree(SYNTH_DIR / "es", folder)
+    data = yaml.safe_load((folder / file).read_text(encoding="utf-8"))
+    edit(data)
+    (folder / file).write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return folder
+
+
+def _set(path: str, value):
+    """An edit that sets data[a][b]... = value (path "a.b")."""
+    def edit(data):
+        *parents, last = path.split(".")
+        for key in parents:
+            data = data[key]
+        data[last] = value
+    return edit
+
+
+@pytest.mark.parametrize("file, edit, message", [
+    ("slots.yml", _set("slots.phone.make", "telefono"), r"slots\.yml: slot 'phone': `make` must be one of .*text"),
+    ("slots.yml", _set("slots.phone.label", "TELEFONO"), r"slots\.yml: slot 'phone': label 'TELEFONO' is not one of"),
+    ("slots.yml", _set("slots.email.domains", "dominios"), r"slots\.yml: slot 'email': domains: no list 'dominios'"),
+    ("slots.yml", _set("slots.country.text", "{paises}"), r"slots\.yml: slot 'country': \{paises\}: unknown slot"),
+    ("slots.yml", _set("slots.doctor.attributes", {"licence": "id.carnet"}), r"slot 'doctor': attribute 'licence': \{id\.carnet\}"),
+    ("slots.yml", _set("slots.symptom", {"make": "text", "text": "x"}), r"slot 'symptom': clinical\.yml has a list of the same name"),
+    ("formats.yml", _set("ids.dni.layouts", ["########"]), r"formats\.yml: id 'dni': layout '########' has 8 places"),
+    ("formats.yml", _set("ids.nass.kind", "es.nas"), r"formats\.yml: id 'nass': unknown identifier kind 'es\.nas'"),
+    ("formats.yml", _set("timeline.test.from", "ingreso"), r"formats\.yml: timeline event 'test': `from` must be"),
+    ("sections.yml", _set("sections.motivo.templates", ["Alta el {date.alta}."]), r"sections\.yml: section 'motivo': \{date\.alta\}: write"),
+    ("sections.yml", _set("sections.motivo.templates", ["{relative.edad}."]), r"section 'motivo': \{relative\.edad\}: a person's part is one of"),
+    ("sections.yml", _set("sections.motivo.templates", ["{places}."]), r"section 'motivo': \{places\}: list 'places' holds records"),
+    ("lexicon.yml", _set("lists.places", [{"city": "Lugo", "province": "Lugo"}]), r"slots\.yml: slot 'postcode': \{place\.cp\}: list 'places': 1 of its 1 records have no field 'cp'"),
+    ("lexicon.yml", _set("lists.symptom", ["tos"]), r"clinical\.yml: list 'symptom': lexicon\.yml has a list of the same name"),
+])
+def test_bad_data_is_found_at_load_naming_file_and_entry(tmp_path, file, edit, message):
+    folder = _edited_copy(tmp_path, file, edit)
+    with pytest.raises(SynthError, match=message):
+        SynthData.load("es", folder)
+
+
+def test_the_synthetic_corpus_enters_through_the_reader_only(tmp_path):
+    """generate_records, `factory synth` and `factory extract --format synth` are one path: the reader,
+    whose checks find nothing to fix in the engine's spans."""
+    from deid_factory.extract import extract
+    from deid_factory.readers import ReadReport, read_corpus
+
+    report = ReadReport()
+    read = [r.to_dict() for r in read_corpus(None, "synth", "meddocan", "es", report=report, n=12, seed=4)]  # label map ignored
+    assert read == [r.to_dict() for r in generate_records(12, 4)]
+    assert report.records_ok == 12 and report.trimmed == report.duplicates == 0 and report.spans_kept == report.spans_read > 200
+    assert report.corpus.to_dict()["records"] == 12
+    summary = synth(tmp_path / "synth.jsonl", n=12, seed=4)
+    rep = extract(None, "synth", "es", tmp_path / "extract.jsonl", n=12, seed=4)
+    assert (tmp_path / "synth.jsonl").read_bytes() == (tmp_path / "extract.jsonl").read_bytes()
+    assert [r.to_dict() for r in read_records(tmp_path / "extract.jsonl")] == read
+    assert summary["records"] == rep["synth"]["records"] == rep["records_written"] == 12 and summary["seed"] == 4

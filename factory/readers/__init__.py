@@ -1,4 +1,4 @@
-"""Corpus readers: brat standoff, project JSONL, spaCy DocBin, i2b2 XML (and the embedded synthetic corpus).
+"""Corpus readers: brat standoff, project JSONL, spaCy DocBin, i2b2 XML, and the embedded synthetic corpus.
 
 Every reader yields `RawRecord`s (text + spans with the corpus' own labels and, where the format has
 it, the annotated string). `normalize()` turns one into a validated `Record` with canonical labels:
@@ -19,7 +19,9 @@ one. Where the BOM comes before anything offsets count (a JSONL or .ann file, an
 it is simply dropped; a brat .txt's BOM is counted by brat's offsets, so brat.py moves the spans.
 
 `read_corpus(path, fmt, label_map, lang)` dispatches on the format and returns the records; the
-`ReadReport` passed in holds the counts.
+`ReadReport` passed in holds the counts. The synthetic corpus ("synth", synth.py) is one more reader:
+its notes are generated (from the data folder `path`, "-" for corpora/synth/<lang>) rather than read,
+and go through the same checks as any corpus.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from ..labels import CANONICAL_LABELS, load_label_map
 from ..records import Record, RecordError, Span, span_problems, trim_span
 
 FORMATS = ("brat", "jsonl", "docbin", "i2b2", "synth")
+# Formats whose records are generated, not read: `n` and `seed` say how many and which; INPUT is
+# optional (a data folder); their labels are canonical, so a label map is ignored.
+GENERATED_FORMATS = ("synth",)
 
 
 @dataclass
@@ -93,6 +98,7 @@ class ReadReport:
     duplicates: int = 0
     labels: Counter = field(default_factory=Counter)  # canonical label -> spans kept
     ignored_annotations: Counter = field(default_factory=Counter)  # e.g. brat relations/attributes/notes
+    corpus: Any = None  # a generated corpus' own summary (`to_dict()`), e.g. synth.CorpusSummary
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -189,14 +195,21 @@ def _reader(fmt: str) -> Callable[..., Iterator[RawRecord]]:
         from .i2b2 import read_i2b2
 
         return read_i2b2
+    if fmt == "synth":
+        from ..synth import read_synth
+
+        return read_synth
     raise ValueError(f"unknown corpus format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
-def iter_raw(path: str | Path, fmt: str, lang: str, report: ReadReport | None = None) -> Iterator[RawRecord]:
-    """The raw records of one corpus, before label mapping and checks."""
+def iter_raw(path: str | Path, fmt: str, lang: str, report: ReadReport | None = None, n: int = 1000,
+             seed: int = 13) -> Iterator[RawRecord]:
+    """The raw records of one corpus, before label mapping and checks (`n`, `seed`: of a generated one)."""
     kwargs: dict[str, Any] = {"lang": lang}
     if fmt == "brat" and report is not None:
         kwargs["report"] = report
+    if fmt in GENERATED_FORMATS:
+        kwargs.update(n=n, seed=seed, report=report)
     yield from _reader(fmt)(Path(path), **kwargs)
 
 
@@ -206,26 +219,18 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
 
     `label_map`: a map name in corpora/label_maps/ ("meddocan", "i2b2"), a YAML path, a dict, or None
     (labels must then already be canonical). `on_error`: "raise" (default) or "skip" (count + report).
-    `fmt="synth"` generates the embedded corpus instead (`path` is ignored; `n` and `seed` apply).
+    `fmt="synth"` generates `n` notes of the embedded corpus with `seed` (`path`: its data folder, None
+    or "-" for corpora/synth/<lang>); they are checked like the records of any corpus.
     """
     if on_error not in ("raise", "skip"):
         raise ValueError("on_error must be 'raise' or 'skip'")
     check_language(lang)
     report = report if report is not None else ReadReport()
-    if fmt == "synth":
-        from ..synth import generate_records
-
-        for record in generate_records(n, seed, lang):
-            report.records_read += 1
-            report.records_ok += 1
-            report.spans_read += len(record.spans)
-            report.spans_kept += len(record.spans)
-            report.labels.update(s.label for s in record.spans)
-            yield record
-        return
+    if fmt in GENERATED_FORMATS:
+        path, label_map = path if path is not None else "-", None
     mapping = load_label_map(label_map) if isinstance(label_map, (str, Path)) else label_map
     seen: set[str] = set()
-    for raw in iter_raw(path, fmt, lang, report):
+    for raw in iter_raw(path, fmt, lang, report, n=n, seed=seed):
         report.records_read += 1
         try:
             if raw.error is not None:
@@ -281,5 +286,5 @@ def record_id_from(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-__all__ = ["FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files", "guess_format",
+__all__ = ["FORMATS", "GENERATED_FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files", "guess_format",
            "check_language", "strip_bom", "unreadable"]
