@@ -29,7 +29,6 @@ import datetime as dt
 import functools
 import random
 import re
-import string
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,69 +298,16 @@ def _id_value(kind: str, layouts: Sequence[str], rng: random.Random) -> str:
     gives every `{id.<name>}` its kind and layouts).
 
     kind "shape" (NHC, episode, plate...): a layout is drawn and filled by surrogates.ids.fill_pattern
-    (`#` digit, `@` digit 1-9, `L` capital consonant). Any other kind names a registry identifier
-    ("es.nass"): a valid value is drawn in compact form, then laid out in a drawn layout, each `#`
-    taking its next character. When `deid_factory.runtime.ids` lands, the marked line becomes
-    `ids.get(kind).generate(rng)` (and `_lay_out` its `ids.layout`). Raises KeyError for an unknown
-    kind, ValueError for a layout that does not fit the value."""
+    (`#` digit, `@` digit 1-9, `L` capital consonant). Any other kind names an identifier of the
+    registry `deid_factory.runtime.ids` ("es.nass"): a valid value is drawn in compact form, then laid
+    out in a drawn layout, each `#` taking its next character. Raises KeyError for an unknown kind,
+    ValueError for a layout that does not fit the value."""
+    from .runtime import ids
     from .surrogates.ids import fill_pattern
 
     if kind == SHAPE:
         return fill_pattern(rng, rng.choice(layouts))
-    compact = _COMPACT_IDS[kind](rng)  # the registry: ids.get(kind).generate(rng)
-    return _lay_out(compact, rng.choice(layouts))
-
-
-def _lay_out(compact: str, layout: str) -> str:
-    """`compact` written in `layout`: each `#` takes its next character ("281234567840", "## ######## ##")."""
-    if layout.count("#") != len(compact):
-        raise ValueError(f"layout {layout!r} has {layout.count('#')} places (#) for a value of {len(compact)} characters")
-    chars = iter(compact)
-    return "".join(next(chars) if c == "#" else c for c in layout)
-
-
-# Until deid_factory.runtime.ids lands (another branch is building it), the check-digit identifiers the
-# Spanish data names, each drawing a valid value in compact form as the registry's `generate(rng)` will.
-# Delete this block when `_id_value` switches to the registry.
-def _digits(rng: random.Random, n: int, first_nonzero: bool = False) -> str:
-    s = "".join(rng.choice(string.digits) for _ in range(n))
-    if first_nonzero and s[0] == "0":
-        s = rng.choice("123456789") + s[1:]
-    return s
-
-
-def _es_dni(rng: random.Random) -> str:
-    from stdnum.es import dni
-
-    n = _digits(rng, 8, first_nonzero=True)
-    return n + dni.calc_check_digit(n)
-
-
-def _es_nie(rng: random.Random) -> str:
-    from stdnum.es import nie
-
-    p, n = rng.choice("XYZ"), _digits(rng, 7)
-    return p + n + nie.calc_check_digit(p + n)
-
-
-def _es_nass(rng: random.Random) -> str:
-    """Province (2) + number (8) + control (2): the rule validators.es_nass checks."""
-    p = f"{rng.randint(1, 52):02d}"
-    n = _digits(rng, 8, first_nonzero=rng.random() < 0.8)
-    base = int(p) * 10_000_000 + int(n) if int(n) < 10_000_000 else int(p + n)
-    return f"{p}{n}{base % 97:02d}"
-
-
-def _es_iban(rng: random.Random) -> str:
-    from stdnum import iban
-    from stdnum.es import ccc
-
-    bank, branch, account = _digits(rng, 4, True), _digits(rng, 4), _digits(rng, 10)
-    bban = bank + branch + ccc.calc_check_digits(bank + branch + "00" + account) + account
-    return "ES" + iban.calc_check_digits("ES00" + bban) + bban
-
-
-_COMPACT_IDS: dict[str, Callable[[random.Random], str]] = {"es.dni": _es_dni, "es.nie": _es_nie, "es.nass": _es_nass, "es.iban": _es_iban}
+    return ids.layout(ids.get(kind).generate(rng), rng.choice(layouts))
 
 
 # ----------------------------------------------------------------------------- makers
