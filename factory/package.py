@@ -61,6 +61,7 @@ except ValueError as err:  # pragma: no cover
     if "E004" not in str(err):
         raise
 from . import merger  # noqa: F401,E402  (registration is E004-tolerant inside)
+from . import biluo_tagger  # noqa: F401,E402  (idem)
 
 __version__ = get_model_meta(Path(__file__).parent)["version"]
 

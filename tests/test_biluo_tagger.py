@@ -78,28 +78,31 @@ def test_o_bias_turns_unsure_tokens_into_phi():
     assert counts == sorted(counts) and counts[-1] == 5
 
 
-def test_tagger_learns_names_it_never_saw_in_these_sentences():
-    """Trained for a few seconds on the synthetic corpus, it finds PERSON, DATE and ID in sentences
-    that no template wrote (and an untrained tagger finds nothing)."""
+def _token_recall(nlp, records) -> float:
+    from deid_factory.evaluate import leak_scores
+
+    texts = [r.text for r in records]
+    gold = [[(s.start, s.end, s.label) for s in r.spans] for r in records]
+    pred = [[(e.start_char, e.end_char, e.label_) for e in nlp(t).ents] for t in texts]
+    return leak_scores(texts, gold, pred)["token_recall"]
+
+
+def test_tagger_learns():
+    """Trained for a few seconds on 50 synthetic notes, it finds half the PHI tokens of 10 notes it
+    never saw; untrained, it finds none (the test fails if the tagger learns nothing)."""
     nlp = customize_tokenizer(spacy.blank("es"))
     nlp.add_pipe("deid_tagger")
-    records = list(generate_records(60, 3, "es"))
-    examples = [Example(nlp.make_doc(r.text), record_to_doc(nlp, r)) for r in records]
+    examples = [Example(nlp.make_doc(r.text), record_to_doc(nlp, r)) for r in generate_records(50, 3, "es")]
+    held_out = list(generate_records(10, 99, "es"))
     optimizer = nlp.initialize(lambda: examples)
-    probe = ["Hoy acude a urgencias María Fernández Ruiz acompañada de su hija.",
-             "El día 14/05/2021 se realiza la ecografía; firmado por Luis Ortega Sanz."]
-    untrained = [[e.label_ for e in nlp(t).ents] for t in probe]
+    untrained = _token_recall(nlp, held_out)
     rng = random.Random(0)
-    for _ in range(12):
+    for _ in range(10):
         rng.shuffle(examples)
         for i in range(0, len(examples), 8):
             nlp.update(examples[i : i + 8], sgd=optimizer, drop=0.1)
-    found = [{e.label_ for e in nlp(t).ents} for t in probe]
-    print(found, [(e.text, e.label_) for t in probe for e in nlp(t).ents])
-    assert all(not labels for labels in untrained)
-    assert "PERSON" in found[0] and {"PERSON", "DATE"} <= found[1]
-    ents = [(e.text, e.label_) for e in nlp(probe[0]).ents]
-    assert ("María Fernández Ruiz", "PERSON") in ents
+    assert untrained < 0.05
+    assert _token_recall(nlp, held_out) > 0.4  # 0.54 when written; an untrained tagger: 0
 
 
 def test_tagger_round_trips_through_disk(tmp_path):
