@@ -89,11 +89,14 @@ def filter_language(records: Iterable[Record], lang: str, seed: int = DEFAULT_SE
         detected, prob = detect_language(phi_free_text(record), seed)
         record.meta["lang_detected"] = detected
         record.meta["lang_prob"] = prob
-        if detected == lang and prob >= min_prob:
+        # a record of the build's own language (native synthetic notes mixed into a translation
+        # build) is checked against its language, the others against the source's
+        expected = record.lang if record.meta.get("native_synth") and record.lang else lang
+        if detected == expected and prob >= min_prob:
             report.kept += 1
             yield record
         else:
-            key = detected if detected != lang else f"{lang} (prob<{min_prob})"
+            key = detected if detected != expected else f"{expected} (prob<{min_prob})"
             report.dropped[key] += 1
             report.dropped_ids.append({"id": record.id, "detected": detected, "prob": prob})
             if keep_all:

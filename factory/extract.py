@@ -27,10 +27,19 @@ DEFAULT_LABEL_MAPS = {"i2b2": "i2b2"}
 
 
 def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report_path: str | Path | None = None,
-            label_map: str | None = None, n: int = 1000, seed: int = 13, on_error: str = "raise") -> dict[str, Any]:
+            label_map: str | None = None, n: int = 1000, seed: int = 13, on_error: str = "raise",
+            target: str | None = None, native_share: float = 0.0) -> dict[str, Any]:
     """Read (or generate) a corpus, validate every record, write them atomically; return the report.
 
-    `n` and `seed` apply to a generated format (synth), whose INPUT is optional (its data folder)."""
+    `n` and `seed` apply to a generated format (synth), whose INPUT is optional (its data folder).
+
+    target, native_share: a build for `target` (another language than the source) also takes the
+    target's own synthetic corpus (corpora/synth/<target>/) when there is one, so the model sees
+    prose of its language and not only translations. `native_share` is its share of all records
+    (0: none; 1: the native corpus alone, `n` records, the source is not used); those records
+    carry lang=target and are passed through translation untouched."""
+    if not 0.0 <= native_share <= 1.0:
+        raise ValueError(f"--native-share must be between 0 and 1, not {native_share}")
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r} (one of {', '.join(FORMATS)})")
     check_language(lang)  # before anything is read or written
@@ -53,7 +62,14 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
             per_record.append(record_stats(record))
             yield record
 
-    report["records_written"] = write_records(out, checked(records))
+    chosen = list(checked(records))
+    mix = _native_synthetic(lang, target, native_share, len(chosen), n, seed)
+    if mix is not None:
+        report["native_synth"] = mix["report"]
+        if native_share >= 1.0:
+            chosen = []
+        chosen += mix["records"]
+    report["records_written"] = write_records(out, chosen)
     report["reader"] = reader_report.to_dict()
     if reader_report.corpus is not None:
         report[fmt] = reader_report.corpus.to_dict()
@@ -61,6 +77,25 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
     if report_path:
         write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
     return report
+
+
+def _native_synthetic(source_lang: str, target: str | None, share: float, n_source: int, n: int, seed: int) -> dict | None:
+    """The target's own synthetic records for a translation build (see extract), with their report."""
+    from . import PROJECT_ROOT
+
+    if not target or target == source_lang or share <= 0:
+        return None
+    folder = PROJECT_ROOT / "corpora" / "synth" / target
+    if not folder.is_dir():
+        return {"records": [], "report": {"share": share, "records": 0, "reason": f"no native synthetic corpus (corpora/synth/{target}/)"}}
+    count = n if share >= 1.0 else round(n_source * share / (1.0 - share))
+    records = []
+    for record in read_corpus(None, "synth", None, target, n=count, seed=seed + 1):
+        record.lang = target
+        record.meta["native_synth"] = True
+        validate_record(record, where=f"corpora/synth/{target}")
+        records.append(record)
+    return {"records": records, "report": {"share": share, "records": len(records), "source_records": 0 if share >= 1.0 else n_source}}
 
 
 def resolve_native(native: str, source_format: str, source_lang: str, target: str) -> bool:
@@ -90,6 +125,8 @@ def extract_command(
     seed: int = typer.Option(13, "--seed", help="synth: random seed"),
     on_error: str = typer.Option("raise", "--on-error", help="raise: stop at the first bad record; skip: skip it and report its id"),
     optional: bool = typer.Option(False, "--optional", help="INPUT '-' is allowed: write an empty file (an optional corpus such as a dev set)"),
+    target: str = typer.Option("", "--target", help="Language of the build (with --native-share)"),
+    native_share: float = typer.Option(0.0, "--native-share", help="Share of records drawn from the target's own synthetic corpus (corpora/synth/<target>/), 0-1"),
 ) -> None:
     """Extract a corpus (brat, jsonl, docbin, i2b2 or the embedded synthetic corpus) into validated JSONL."""
     if optional and inp == "-":
@@ -103,7 +140,8 @@ def extract_command(
             from .readers import guess_format
 
             fmt = guess_format(inp)
-        rep = extract(None if inp == "-" else inp, fmt, lang, out, report, label_map, n, seed, on_error)
+        rep = extract(None if inp == "-" else inp, fmt, lang, out, report, label_map, n, seed, on_error,
+                      target or None, native_share)
     except ValueError as err:
         if isinstance(err, RecordError):
             raise  # a bad record: the factory command prints it (file and record, no text)
@@ -115,4 +153,7 @@ def extract_command(
         typer.echo(f"skipped: {skipped['reason']}", err=True)
     typer.echo(f"wrote {rep['records_written']} records to {out}"
                + (f" (skipped {reader['records_skipped']}, spans dropped by label {reader['spans_dropped_by_label']})" if reader else ""))
+    if "native_synth" in rep:
+        mix = rep["native_synth"]
+        typer.echo(f"native {target} synthetic records: {mix['records']} (share {mix['share']})" + (f"; {mix['reason']}" if "reason" in mix else ""))
     typer.echo(format_summary(rep["stats"], title=f"{fmt}:{inp}"))

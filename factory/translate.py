@@ -565,16 +565,23 @@ def translate_file(
     allow_network: bool = False,
     limit: int | None = None,
     download: bool = False,
+    if_no_route: str = "fail",
 ) -> dict[str, Any]:
     """Translate (or pass through) every record of in_path into out_path, resuming if out_path exists.
 
-    download: only then, when no route is installed, fetch the packages from the Argos index."""
+    Records already in the target language (native synthetic notes of a mixed build) pass through.
+    download: only then, when no route is installed, fetch the packages from the Argos index.
+    if_no_route: "fail" (RouteMissing) or "skip": without an installed route the records to
+    translate are left out (counted, with the one-line reason in the report) and the records
+    already in the target language are still written."""
+    if if_no_route not in ("fail", "skip"):
+        raise ValueError(f"if_no_route must be fail or skip, not {if_no_route!r}")
     in_path, out_path = Path(in_path), Path(out_path)
     records = list(read_records(in_path))  # raises FileNotFoundError naming in_path
     for lineno, rec in enumerate(records, start=1):
         if "placeholders" not in rec.meta and source != target:
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} has no placeholders; run `factory placeholder` first")
-        if rec.lang and rec.lang != source:
+        if rec.lang and rec.lang not in (source, target):
             raise RecordError(f"{in_path}:{lineno}: record {rec.id!r} is in {rec.lang!r}, not the source language {source!r}")
     try:
         out_path.parent.mkdir(parents=True, exist_ok=True)
@@ -586,21 +593,35 @@ def translate_file(
         todo = todo[:limit]
     report: dict[str, Any] = {"stage": "translate", "input": str(in_path), "output": str(out_path), "source": source, "target": target}
 
+    if source == target:
+        native, todo = todo, []
+        report["translation"] = "skipped (source == target)"
+    else:
+        native = [r for r in todo if r.lang == target]
+        todo = [r for r in todo if r.lang != target]
+        report["native_passed_through"] = len(native)
     with no_network(allow_network):
-        if source == target:
-            route = [source]
+        if native:
             with _open_append(out_path) as handle:
-                for rec in todo:
+                for rec in native:
                     meta = dict(rec.meta)
                     meta.pop("placeholder_text", None)
-                    meta["translation"] = {"input_digest": input_digest(rec), "route": route, "skipped": True,
-                                           "reason": "target language equals source language"}
+                    meta["translation"] = {"input_digest": input_digest(rec), "route": [target], "skipped": True,
+                                           "reason": "already in the target language"}
                     append_record(handle, Record(rec.id, target, rec.text, rec.spans, meta))
-            report["translation"] = "skipped (source == target)"
-        else:
+        if todo:
             intra = 1 if workers > 1 else None  # workers share the cores; one thread each avoids oversubscription
-            argos = ArgosRoute.open(source, target, packages_dir, argos_dir, device, beam_size, pivot, install=True,
-                                    intra_threads=intra, download=download)
+            try:
+                argos = ArgosRoute.open(source, target, packages_dir, argos_dir, device, beam_size, pivot, install=True,
+                                        intra_threads=intra, download=download)
+            except RouteMissing as err:
+                if if_no_route == "fail":
+                    raise
+                report["translation"] = "skipped (no route installed)"
+                report["skipped_no_route"] = len(todo)
+                report["no_route"] = str(err)
+                todo = []
+        if todo:
             route = argos.route
             report["route"] = route
             calibrated = _calibrated_route(records)
@@ -708,13 +729,14 @@ def translate_command(
     allow_network: bool = typer.Option(False, help="Lift the socket guard (not needed, not recommended)"),
     limit: int | None = typer.Option(None, help="Translate at most N more records, then stop (resume later)"),
     download: bool = typer.Option(False, help="If no route is installed, download it from the Argos index"),
+    if_no_route: str = typer.Option("fail", "--if-no-route", help="fail, or skip: build on the records already in the target language"),
 ) -> None:
     """Translate placeholder records offline with Argos (direct route or pivot), resumable."""
 
     try:
         result = translate_file(
             in_path, out_path, source, target, packages_dir, workers, device, report, argos_dir, beam_size, pivot,
-            progress, allow_network, limit, download,
+            progress, allow_network, limit, download, if_no_route,
         )
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)
@@ -722,6 +744,15 @@ def translate_command(
     except (RouteMissing, FileNotFoundError, RecordError, ValueError, RuntimeError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
+    if result.get("skipped_no_route"):
+        # one line: what was skipped and how to add translation (the route message names the packages)
+        written = result["kept"] + result["repaired"]
+        typer.echo(f"translation skipped: {result['skipped_no_route']} {source} records not used, the build goes on with "
+                   f"the {written} native {target} records. To add them: {result['no_route']} "
+                   f"Then run the build again with --force.", err=True)
+        if not written:
+            typer.echo(f"error: no records left to build {target} from (no Argos route and no corpora/synth/{target}/)", err=True)
+            raise typer.Exit(1)
     typer.echo(
         f"translate {source} -> {target}: {result['kept']} kept, {result['repaired']} repaired "
         f"{result['repaired_by']}, {result['dropped']} dropped {result['dropped_by_reason']} "

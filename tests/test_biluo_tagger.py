@@ -88,7 +88,7 @@ def _token_recall(nlp, records) -> float:
 
 
 def test_tagger_learns():
-    """Trained for a few seconds on 50 synthetic notes, it finds half the PHI tokens of 10 notes it
+    """Trained for a few seconds on 50 synthetic notes, it finds most PHI tokens of 10 notes it
     never saw; untrained, it finds none (the test fails if the tagger learns nothing)."""
     nlp = customize_tokenizer(spacy.blank("es"))
     nlp.add_pipe("deid_tagger")
@@ -102,7 +102,7 @@ def test_tagger_learns():
         for i in range(0, len(examples), 8):
             nlp.update(examples[i : i + 8], sgd=optimizer, drop=0.1)
     assert untrained < 0.05
-    assert _token_recall(nlp, held_out) > 0.4  # 0.54 when written; an untrained tagger: 0
+    assert _token_recall(nlp, held_out) > 0.8  # 0.92 when written; an untrained tagger: 0
 
 
 def test_tagger_round_trips_through_disk(tmp_path):

@@ -63,6 +63,11 @@ def _ner_scorer(examples: Iterable[Example], **kwargs) -> dict:
     return get_ner_prf(examples, **kwargs)
 
 
+def _softmax(logits: numpy.ndarray) -> numpy.ndarray:
+    shifted = numpy.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
 class BiluoTagger(Tagger):
     """A Tagger whose labels are BILUO entity tags and whose output is doc.ents."""
 
@@ -111,7 +116,17 @@ class BiluoTagger(Tagger):
         """Per-token tag probabilities (an array per doc), decoded in set_annotations."""
         if not any(len(doc) for doc in docs):
             return [numpy.zeros((0, len(self.labels)), dtype="float32") for _ in docs]
-        return [self.model.ops.to_numpy(s) for s in self.model.predict(docs)]
+        outputs = [self.model.ops.to_numpy(s) for s in self.model.predict(docs)]
+        if self._logits_at_inference():
+            outputs = [_softmax(x) for x in outputs]
+        return outputs
+
+    def _logits_at_inference(self) -> bool:
+        """spaCy's Tagger.v2 skips the softmax at inference unless `normalize = true` (argmax needs
+        no normalisation); the decoder and the o_bias knob need probabilities."""
+        if not self.model.has_ref("softmax"):
+            return False
+        return not self.model.get_ref("softmax").attrs.get("softmax_normalize", True)
 
     def decode(self, probs: numpy.ndarray, o_bias: float | None = None) -> list[int]:
         """The best valid BILUO tag sequence (tag ids) for one document's probabilities."""

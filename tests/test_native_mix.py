@@ -1,0 +1,104 @@
+"""A build for another language mixes the translated source with the target's own synthetic corpus
+(corpora/synth/<target>/), and without an installed Argos route builds on the native part alone."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from deid_factory.extract import extract
+from deid_factory.placeholders import placeholder_file
+from deid_factory.records import Record, Span, read_records, write_records
+from deid_factory.translate import RouteMissing, translate_file
+
+
+def _source(tmp_path, lang: str = "fr", n: int = 4):
+    text = "Le patient Jean Martin est vu le 3 mars 2021 pour une douleur abdominale."
+    records = [Record(f"src-{i}", lang, text, [Span(11, 22, "PERSON"), Span(33, 45, "DATE")], {}) for i in range(n)]
+    path = tmp_path / "src.jsonl"
+    write_records(path, records)
+    return path
+
+
+def test_extract_mixes_the_targets_own_synthetic_corpus(tmp_path):
+    src = _source(tmp_path)
+    rep = extract(src, "jsonl", "fr", tmp_path / "half.jsonl", target="es", native_share=0.5)
+    half = list(read_records(tmp_path / "half.jsonl"))
+    assert rep["native_synth"] == {"share": 0.5, "records": 4, "source_records": 4}
+    assert sorted(r.lang for r in half) == ["es"] * 4 + ["fr"] * 4
+    assert all(r.meta.get("native_synth") for r in half if r.lang == "es")
+    assert all(r.spans for r in half)
+
+    quarter = extract(src, "jsonl", "fr", tmp_path / "q.jsonl", target="es", native_share=0.2)
+    assert quarter["native_synth"]["records"] == 1  # 4 source records * 0.2 / 0.8
+
+    only = extract(src, "jsonl", "fr", tmp_path / "only.jsonl", target="es", native_share=1.0, n=6)
+    assert [r.lang for r in read_records(tmp_path / "only.jsonl")] == ["es"] * 6
+
+    none = extract(src, "jsonl", "fr", tmp_path / "none.jsonl", target="xx", native_share=0.5)
+    assert none["native_synth"]["records"] == 0 and "corpora/synth/xx" in none["native_synth"]["reason"]
+    assert none["records_written"] == 4
+    same = extract(src, "jsonl", "fr", tmp_path / "same.jsonl", target="fr", native_share=0.5)
+    assert "native_synth" not in same  # a build in the source's own language has nothing to mix
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        extract(src, "jsonl", "fr", tmp_path / "bad.jsonl", target="es", native_share=1.5)
+
+
+def test_translate_passes_native_records_through_and_skips_without_a_route(tmp_path):
+    src = _source(tmp_path)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
+    empty = tmp_path / "no_packages"
+    empty.mkdir()
+    with pytest.raises(RouteMissing):
+        translate_file(tmp_path / "ph.jsonl", tmp_path / "fail.jsonl", "fr", "es", packages_dir=empty,
+                       argos_dir=tmp_path / "argos", progress=False)
+    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "fr", "es", packages_dir=empty,
+                            argos_dir=tmp_path / "argos", progress=False, if_no_route="skip")
+    out = list(read_records(tmp_path / "tr.jsonl"))
+    assert report["skipped_no_route"] == 4 and report["native_passed_through"] == 4
+    assert "translate-fr_es" in report["no_route"] or "translate-fr_en" in report["no_route"]
+    assert len(out) == 4 and all(r.lang == "es" and r.meta["translation"]["skipped"] for r in out)
+    # the native texts are untouched: same placeholder text in, same text out
+    by_id = {r.id: r for r in read_records(tmp_path / "ph.jsonl")}
+    assert all(r.text == by_id[r.id].text for r in out)
+
+
+def test_translate_cli_says_in_one_line_that_translation_was_skipped(tmp_path):
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+
+    src = _source(tmp_path)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
+    (tmp_path / "pk").mkdir()
+    args = ["translate", str(tmp_path / "ph.jsonl"), str(tmp_path / "tr.jsonl"), "--source", "fr", "--target", "es",
+            "--packages-dir", str(tmp_path / "pk"), "--argos-dir", str(tmp_path / "argos"), "--no-progress", "--if-no-route", "skip"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = [l for l in result.output.splitlines() if l.startswith("translation skipped")]
+    assert len(lines) == 1 and "4 fr records not used" in lines[0] and ".argosmodel" in lines[0]
+    # nothing native to fall back on: a clear failure, not an empty model
+    write_records(tmp_path / "only_fr.jsonl", [r for r in read_records(tmp_path / "ph.jsonl") if r.lang == "fr"])
+    args[1], args[2] = str(tmp_path / "only_fr.jsonl"), str(tmp_path / "tr2.jsonl")
+    failed = CliRunner().invoke(app, args)
+    assert failed.exit_code == 1 and "no records left" in failed.output
+
+
+def test_native_records_pass_through_an_installed_route(argos_home, argos_packages, tmp_path):
+    """With the es -> en -> fr copy-model route: the es records are translated through the pivot,
+    the fr record of the mix is written as it is, never sent to Argos."""
+    text = "Paciente Ana Ruiz, ingresa el 3 de marzo."
+    es = [Record(f"es-{i}", "es", text, [Span(9, 17, "PERSON"), Span(30, 40, "DATE")], {}) for i in range(2)]
+    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {"native_synth": True})
+    write_records(tmp_path / "mixed.jsonl", [*es, fr])
+    placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "fr")
+    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"],
+                            argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    out = {r.id: r for r in read_records(tmp_path / "tr.jsonl")}
+    assert report["route"] == ["es", "en", "fr"] and report["native_passed_through"] == 1
+    assert out["fr-0"].meta["translation"]["reason"] == "already in the target language"
+    assert all(out[r.id].meta["translation"]["route"] == ["es", "en", "fr"] for r in es)
+    assert json.dumps(report)  # the report stays JSON
