@@ -5,7 +5,9 @@ import re
 
 import pytest
 
-from deid_factory.runtime.redact import Surrogates, redact_text, shift_date
+from deid_factory.runtime.redact import Redactor, redact_text, shift_date
+
+KEY = b"a test key of 32 bytes, not used"  # surrogate mode draws from a secret key
 
 TEXT = "ANA PÉREZ GARCÍA ingresó el 03/04/2020. Ana Pérez García volvió el 3 de abril de 2020 a Lugo."
 
@@ -34,7 +36,7 @@ def test_tags_and_masks():
 
 
 def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
-    out, spans = redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")
+    out, spans = redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-1", key=KEY)
     values = [out[s:e] for s, e, _ in spans]
     for original in ("PÉREZ", "Pérez", "03/04/2020", "Lugo"):
         assert original not in out
@@ -44,12 +46,12 @@ def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
     # both dates moved by the same number of days and kept their format
     assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", values[1])
     assert re.fullmatch(r"\d{1,2} de [a-z]+ de \d{4}", values[3])
-    sur = Surrogates("es", 1, "doc-1")
+    sur = Redactor(KEY).document("doc-1", "es")
     assert shift_date("03/04/2020", sur.date_shift, "es") == values[1]
     assert shift_date("3 de abril de 2020", sur.date_shift, "es") == values[3]
-    # deterministic per (seed, document), different across documents
-    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")[0] == out
-    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-2")[0] != out
+    # deterministic per (key, document), different across documents
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-1", key=KEY)[0] == out
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-2", key=KEY)[0] != out
 
 
 @pytest.mark.parametrize("value,days,lang,expected", [

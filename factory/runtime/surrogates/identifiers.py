@@ -1,43 +1,47 @@
-"""Identifiers of the target locale that pass their check digits.
+"""Identifier surrogates that pass their own check digits, from the registry of runtime/ids.
 
-Every identifier comes from the registry of deid_factory.runtime.ids, the same code the regex packs
-validate with (runtime/validators.py), so a surrogate NIR, RPPS, DNI... is exactly what deid_<lang>
-must recognise; each value is checked again by that validator before it is used. Which kinds are
-drawn for which role (national id, insurance, professional licence, record number...) is data:
-`ids.roles` in languages/<lc>/surrogates.yml, roles of source kinds in corpora/surrogates/id_roles.yml.
-
-An entry of `ids.roles`:
-  kind      a validator name ("fr_nir", "es_nass"...), "iban" (with `country`), or "pattern"
-  format    "compact": the value without separators; otherwise the identifier's usual layout
-  layouts   a list of written layouts to draw from ('#' is one character of the compact value)
-  patterns  for "pattern" (numbers without check digits): '#' digit, '@' digit 1-9, 'L' letter
+Two ways in:
+  like(value, rng, locale)   redaction: a new identifier of the same kind in the same layout
+                             ("Y-0000000-Z" -> another valid NIE, dashes kept); a value no
+                             identifier of the locale accepts keeps its form (digits -> digits).
+  generate_id(rng, spec)     the training corpus: an identifier drawn for a role (national id,
+                             insurance, licence...) of the target locale, as a spec of
+                             `ids.roles` in languages/<lc>/surrogates.yml says:
+      kind      a validator name ("fr_nir", "es_nass"...), "iban" (with `country`), or "pattern"
+      format    "compact": the value without separators; otherwise the identifier's usual layout
+      layouts   a list of written layouts to draw from ('#' is one character of the compact value)
+      patterns  for "pattern" (numbers without check digits): '#' digit, '@' digit 1-9, 'L' letter
+Every value a check-digit kind produces is checked again by the validator the regex packs use.
 """
 
 from __future__ import annotations
 
 import random
-import string
 from typing import Any, Callable
 
-from ..runtime import ids
-from ..runtime.validators import VALIDATORS, validator_name
+from .. import ids
+from ..validators import VALIDATORS, validator_name
+from .forms import fill_pattern, reshape
+from .locale import Locale
 
 Generator = Callable[[random.Random, dict[str, Any]], str]
 
 
-def fill_pattern(rng: random.Random, pattern: str) -> str:
-    """'#' -> digit, '@' -> digit 1-9, 'L' -> capital letter; anything else is kept."""
-    out = []
-    for ch in pattern:
-        if ch == "#":
-            out.append(rng.choice(string.digits))
-        elif ch == "@":
-            out.append(rng.choice("123456789"))
-        elif ch == "L":
-            out.append(rng.choice("BCDFGHJKLMNPRSTVWXYZ"))
-        else:
-            out.append(ch)
-    return "".join(out)
+def like(value: str, rng: random.Random, locale: Locale) -> str:
+    """A surrogate of an identifier found in a text of `locale`: same kind, same layout, valid
+    check digits; an IBAN of any country stays an IBAN of that country."""
+    candidates = ids.keys(locale.formats.get("identifiers") or [])
+    iban = ids.strip_separators(value)[:2].lower() + ".iban"
+    if iban in ids.keys() and iban not in candidates:
+        candidates.append(iban)
+    new = ids.surrogate_like(value, rng, candidates)
+    if new is not None:
+        return new
+    for _ in range(20):  # no check digits to keep: same form, other characters
+        new = reshape(value, rng)
+        if new != value:
+            return new
+    return new
 
 
 def written(identifier: ids.Identifier, rng: random.Random, spec: dict[str, Any]) -> str:
