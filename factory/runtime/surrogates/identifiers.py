@@ -25,17 +25,24 @@ from .forms import fill_pattern, reshape
 from .locale import Locale
 
 Generator = Callable[[random.Random, dict[str, Any]], str]
+MAX_DRAWS = 200  # a value two kinds accept: draws until one passes both (1 in 11 for an NPI and an NHS number)
 
 
 def like(value: str, rng: random.Random, locale: Locale) -> str:
     """A surrogate of an identifier found in a text of `locale`: same kind, same layout, valid
-    check digits; an IBAN of any country stays an IBAN of that country."""
+    check digits; an IBAN of any country stays an IBAN of that country. A value that two kinds
+    accept (a 9-digit Luhn number is an ADELI and a FINESS) gets a surrogate that both accept."""
     candidates = ids.keys(locale.formats.get("identifiers") or [])
     iban = ids.strip_separators(value)[:2].lower() + ".iban"
     if iban in ids.keys() and iban not in candidates:
         candidates.append(iban)
-    new = ids.surrogate_like(value, rng, candidates)
-    if new is not None:
+    accepting = [key for key in candidates if ids.get(key).is_valid(value)]
+    if accepting:
+        new = None
+        for _ in range(MAX_DRAWS):
+            new = ids.surrogate_like(value, rng, accepting[:1])
+            if all(ids.get(key).is_valid(new) for key in accepting[1:]):
+                return new
         return new
     for _ in range(20):  # no check digits to keep: same form, other characters
         new = reshape(value, rng)

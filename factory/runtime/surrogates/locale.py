@@ -109,6 +109,9 @@ class Locale:
         for label in ("location", "organization", "person"):
             self.triggers[label] = {kind: _phrases(words) for kind, words in (kinds.get(label) or {}).items()}
         self.postal_code = re.compile(self.formats.get("postal_code") or r"^\d{4,5}$")
+        # A region surrogate is drawn among the names that read as regions only (Sevilla, a
+        # province too, would read as a city).
+        self.region_names = [r for r in self.regions if self.gazetteer[folded_words(r)] == "region"]
 
     def __getitem__(self, key: str) -> Any:
         try:

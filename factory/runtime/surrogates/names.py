@@ -56,6 +56,7 @@ class Names:
     surnames: NameList
     female_set: frozenset[str]
     male_set: frozenset[str]
+    surname_set: frozenset[str]
     source: str  # "faker" or "data"
 
     def given(self, rng: random.Random, sex: str, single_word: bool = False) -> str:
@@ -77,6 +78,11 @@ class Names:
         key = fold(word)
         return key in self.female_set or key in self.male_set
 
+    def is_surname_only(self, word: str) -> bool:
+        """A known surname that is no given name ("Jiménez"; not "Martín")."""
+        key = fold(word)
+        return key in self.surname_set and not self.is_given(key)
+
 
 @lru_cache(maxsize=None)
 def names_of(locale: Locale, use_faker: bool = True) -> Names:
@@ -92,7 +98,8 @@ def names_of(locale: Locale, use_faker: bool = True) -> Names:
     # Telling the sex of a name uses both sources: the short lists are the common names.
     female_set = frozenset(fold(n) for n in female.names + tuple(locale.given_female))
     male_set = frozenset(fold(n) for n in male.names + tuple(locale.given_male))
-    return Names(female, male, surnames, female_set, male_set, "faker" if provider else "data")
+    surname_set = frozenset(fold(n) for n in surnames.names + tuple(locale.surnames))
+    return Names(female, male, surnames, female_set, male_set, surname_set, "faker" if provider else "data")
 
 
 # ----------------------------------------------------------------------------- sex of a mention
@@ -216,22 +223,24 @@ class PersonWords:
         mentions ("Jiménez" alone is a surname if "Antonio Jiménez Castro" is a mention)."""
         ordered = sorted(mentions, key=lambda m: -len(self._name_words(m[0])))
         for mention, context in ordered:
-            words = [w for w in self._name_words(mention) if len(w) > 1]
-            if not words:
-                continue
             sex = sex_of(mention, self.locale, context)
-            known = [w for w in words if w in self.roles]
-            if len(words) == 1 and not known:
-                role = "given" if self.names.is_given(words[0]) else "surname"
-                self.roles[words[0]] = role
-            elif len(known) < len(words):
+            if "," in mention:  # "JIMÉNEZ CASTRO, ANTONIO": surnames, then the given name(s)
+                family, given = mention.split(",", 1)
+                parts = [(w, "surname") for w in self._name_words(family)] + [(w, "given") for w in self._name_words(given)]
+            else:
+                words = self._name_words(mention)
                 n_surnames = min(self.surnames_per_name, len(words) - 1)
-                if len(words) <= self.surnames_per_name and not self.names.is_given(words[0]):
+                if words and len(words) <= self.surnames_per_name and self.names.is_surname_only(words[0]):
                     n_surnames = len(words)  # "Jiménez Castro": two surnames, no given name
-                for i, word in enumerate(words):
-                    self.roles.setdefault(word, "surname" if i >= len(words) - n_surnames else "given")
-            for word in words:
-                if self.roles.get(word) == "given" and word not in self.sexes:
+                parts = [(w, "surname" if i >= len(words) - n_surnames else "given") for i, w in enumerate(words)]
+            parts = [(w, role) for w, role in parts if len(w) > 1]  # initials follow their given name
+            known = [w for w, _ in parts if w in self.roles]
+            if len(parts) == 1 and not known:
+                word = parts[0][0]
+                parts = [(word, "given" if self.names.is_given(word) else "surname")]
+            for word, role in parts:
+                self.roles.setdefault(word, role)
+                if self.roles[word] == "given" and word not in self.sexes:
                     self.sexes[word] = sex or self.names.sex_of_given(word) or self._coin(word)
 
     def _coin(self, word: str) -> str:

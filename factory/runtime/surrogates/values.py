@@ -110,7 +110,7 @@ def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -
     if kind == "country":
         return rng.choice(locale.countries)
     if kind == "region":
-        return rng.choice(locale.regions)
+        return rng.choice(locale.region_names)
     city, postal = rng.choice(locale.cities)
     if kind == "postal_code":
         return postal
