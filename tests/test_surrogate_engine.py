@@ -442,3 +442,21 @@ def test_shapes_hold_no_text():
             if len(word) > 2 and not word.isdigit():
                 assert word not in S.fold(flat), (label, word, shape)
         assert not any(ch.isdigit() and len(str(v)) > 3 for v in shape.values() for ch in str(v)), shape
+
+
+def test_training_identifiers_keep_their_kind_or_their_role():
+    """A NIE stays a NIE in a Spanish corpus; in a French one, a DNI recognised by its check letter
+    (no `kind` attribute from the source) becomes a NIR, the French national identifier."""
+    import yaml
+
+    roles = yaml.safe_load((LOCALES_DIR.parent / "id_roles.yml").read_text(encoding="utf-8"))["roles"]
+    assert set(ids.keys()) <= set(roles)  # every identifier of the registry has a role
+    items = [("X-1234567-L", "ID"), ("12345678Z", "ID")]
+    kept, _ = surrogate_records([_placeholder_record(f"i{i}", "NIE X-1234567-L, DNI 12345678Z.", items, "es")
+                                 for i in range(10)], "es", seed=4)
+    for rec in kept:
+        nie, dni = [rec.text[s.start:s.end] for s in rec.spans]
+        assert ids.get("es.nie").is_valid(nie) and ids.get("es.dni").is_valid(dni) and nie[0] in "XYZ"
+    kept, report = surrogate_records([_placeholder_record(f"j{i}", "DNI 12345678Z.", [("12345678Z", "ID")], "fr")
+                                      for i in range(10)], "fr", seed=4)
+    assert report["id_kinds"] == {"fr_nir": 10}
