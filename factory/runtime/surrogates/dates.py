@@ -26,14 +26,10 @@ _WORD = re.compile(r"[^\W\d_]+")
 _NO_YEAR, _LEAP_YEAR = 2001, 2000
 
 
-def _names(locale: Locale, key: str) -> list[str]:
-    return [fold(n) for n in (locale["date"].get(key) or [])]
-
-
 def _find_name(text: str, locale: Locale, full: str, abbr: str, skip=None):
     """(match, index, table key) of the first month/weekday name of the text, or None; `skip`: a
     match already taken ("mar" is March and Tuesday in Spanish)."""
-    tables = [(full, _names(locale, full)), (abbr, _names(locale, abbr))]
+    tables = [(full, locale.folded_names(full)), (abbr, locale.folded_names(abbr))]
     for word in _WORD.finditer(text):
         if skip is not None and word.span() == skip[0].span():
             continue

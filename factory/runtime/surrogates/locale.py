@@ -98,6 +98,7 @@ class Locale:
     # folded look-up tables, built once
     gazetteer: dict[tuple[str, ...], str] = field(default_factory=dict)
     triggers: dict[str, dict[str, frozenset]] = field(default_factory=dict)
+    _folded: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # A name in two lists is a city first (Sevilla, a city and a province), then a region;
@@ -118,6 +119,12 @@ class Locale:
             return self.formats[key]
         except KeyError:
             raise LocaleDataError(f"{self.folder / 'formats.yml'}: no `{key}` section") from None
+
+    def folded_names(self, key: str) -> list[str]:
+        """A list of `date` (months, weekdays...) folded, computed once."""
+        if key not in self._folded:
+            self._folded[key] = [fold(n) for n in (self["date"].get(key) or [])]
+        return self._folded[key]
 
     @property
     def calling_code(self) -> str:
