@@ -33,6 +33,7 @@ import random
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from .regex_pack import BOUNDARY_CHARS
 from .surrogates import dates, identifiers, values
 from .surrogates.forms import match_casing
 from .surrogates.kinds import describe
@@ -112,7 +113,7 @@ class Redactor:
                patient_id: str | None = None) -> tuple[str, list[SpanT]]:
         surrogates = self.document(doc_id, lang, patient_id)
         return _rewrite(text, spans, lambda start, end, label: surrogates.get(label, text[start:end], _context(text, start)),
-                        before=lambda chosen: surrogates.learn_persons(text, chosen))
+                        before=lambda chosen: surrogates.learn_persons(text, chosen), trim=True)
 
 
 class DocumentSurrogates:
@@ -170,12 +171,23 @@ class DocumentSurrogates:
         return new
 
 
+def _trimmed(value: str) -> tuple[int, int]:
+    start, end = 0, len(value)
+    while start < end and value[start] in BOUNDARY_CHARS:
+        start += 1
+    while end > start and value[end - 1] in BOUNDARY_CHARS:
+        end -= 1
+    return start, end
+
+
 def _context(text: str, start: int) -> str:
     return text[max(0, start - CONTEXT_CHARS):start]
 
 
-def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None) -> tuple[str, list[SpanT]]:
-    """The text with each (non-overlapping) span replaced, and the spans' offsets in it."""
+def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None, trim: bool = False) -> tuple[str, list[SpanT]]:
+    """The text with each (non-overlapping) span replaced, and the spans' offsets in it; `trim`: a
+    span leaves out punctuation its replacement starts or ends with ("Transportes Gil S.A." is
+    written whole, its span ends before the last dot), as spans everywhere in the project do."""
     chosen = non_overlapping(spans)
     if before is not None:
         before(chosen)
@@ -184,7 +196,8 @@ def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None) -> tuple[s
         out.append(text[pos:start])
         offset += start - pos
         rep = replace(start, end, label)
-        new_spans.append((offset, offset + len(rep), label))
+        lead, tail = _trimmed(rep) if trim else (0, len(rep))
+        new_spans.append((offset + lead, offset + tail, label))
         out.append(rep)
         offset += len(rep)
         pos = end

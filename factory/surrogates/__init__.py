@@ -143,7 +143,7 @@ class Generator:
             extra: dict[str, Any] = {}
             if label in ("LOCATION", "ORGANIZATION"):
                 shape = self._with_source_kind(shape, attrs)
-                kind = values.location_kind_of(shape) if label == "LOCATION" else shape.get("kind", "hospital")
+                kind = values.kind_of(label, shape)
                 self.stats["kinds"][f"{label}:{kind}"] += 1
                 extra["kind"] = kind
             return apply_casing(values.surrogate_for(label, shape, rng, locale), casing), extra

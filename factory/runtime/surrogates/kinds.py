@@ -18,22 +18,10 @@ from typing import Any
 from .. import ids
 from .dates import date_parts
 from .forms import casing_of
-from .locale import Locale, common, folded_words
+from .locale import Locale, common, contains, ends_with, folded_words
 from .names import sex_of
 
 _WORD = re.compile(r"\w+")
-
-
-def _ends_with(words: tuple[str, ...], phrases) -> bool:
-    return any(len(p) <= len(words) and words[len(words) - len(p):] == p for p in phrases)
-
-
-def _contains(words: tuple[str, ...], phrases) -> bool:
-    for p in phrases:
-        n = len(p)
-        if any(words[i:i + n] == p for i in range(len(words) - n + 1)):
-            return True
-    return False
 
 
 def location_kind(text: str, locale: Locale, context: str = "") -> tuple[str, str]:
@@ -48,7 +36,7 @@ def location_kind(text: str, locale: Locale, context: str = "") -> tuple[str, st
         return "postal_city", "form"
     before = folded_words(context)[-4:]
     for kind, phrases in (locale.triggers.get("location") or {}).items():
-        if _ends_with(before, phrases):
+        if ends_with(before, phrases):
             return kind, "trigger"
     if words in locale.gazetteer:
         return locale.gazetteer[words], "gazetteer"
@@ -59,7 +47,7 @@ def organization_kind(text: str, locale: Locale) -> tuple[str, str]:
     """(kind, what told it): the first kind of the locale whose keywords occur in the name."""
     words = folded_words(text)
     for kind, phrases in (locale.triggers.get("organization") or {}).items():
-        if _contains(words, phrases):
+        if contains(words, phrases):
             return kind, "keyword"
     return common()["kinds"]["ORGANIZATION"][0], "default"
 

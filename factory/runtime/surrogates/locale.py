@@ -40,6 +40,19 @@ def folded_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(fold(text)))
 
 
+def ends_with(words: tuple[str, ...], phrases) -> bool:
+    """Whether the folded `words` end with one of the `phrases` (tuples of folded words)."""
+    return any(len(p) <= len(words) and tuple(words[len(words) - len(p):]) == p for p in phrases)
+
+
+def starts_with(words: tuple[str, ...], phrases) -> bool:
+    return any(len(p) <= len(words) and tuple(words[: len(p)]) == p for p in phrases)
+
+
+def contains(words: tuple[str, ...], phrases) -> bool:
+    return any(tuple(words[i:i + len(p)]) == p for p in phrases for i in range(len(words) - len(p) + 1))
+
+
 def _read_yaml(path: Path) -> Any:
     if not path.exists():
         raise LocaleDataError(f"surrogate data file not found: {path}")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable, Sequence
 
-from .forms import casing_of, apply_casing
-from .locale import Locale, fold, folded_words
+from .forms import apply_casing, casing_of
+from .locale import Locale, ends_with, fold, folded_words, starts_with
 
 # A name that could not sit inside a span (a trailing '.', digits) is never drawn.
 _CLEAN_NAME = re.compile(r"^[^\W\d_]+(?:[-' ][^\W\d_]+)*$")
@@ -103,14 +103,6 @@ def names_of(locale: Locale, use_faker: bool = True) -> Names:
 
 
 # ----------------------------------------------------------------------------- sex of a mention
-def _ends_with(words: Sequence[str], phrases) -> bool:
-    return any(len(p) <= len(words) and tuple(words[len(words) - len(p):]) == p for p in phrases)
-
-
-def _starts_with(words: Sequence[str], phrases) -> bool:
-    return any(len(p) <= len(words) and tuple(words[: len(p)]) == p for p in phrases)
-
-
 def sex_of(surface: str, locale: Locale, context: str = "") -> str | None:
     """'f' or 'm' from a title or agreeing words right before the name ("Sra.", "la paciente"), a
     title inside it ("Dra. Ruiz"), or an unambiguous given name of the locale; else None."""
@@ -118,7 +110,7 @@ def sex_of(surface: str, locale: Locale, context: str = "") -> str | None:
     female, male = triggers.get("female", frozenset()), triggers.get("male", frozenset())
     words = folded_words(surface)
     before = folded_words(context)[-4:]
-    for phrases_f, phrases_m, test, seq in ((female, male, _starts_with, words), (female, male, _ends_with, before)):
+    for phrases_f, phrases_m, test, seq in ((female, male, starts_with, words), (female, male, ends_with, before)):
         is_f, is_m = test(seq, phrases_f), test(seq, phrases_m)
         if is_f != is_m:
             return "f" if is_f else "m"

@@ -95,18 +95,19 @@ def address(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) ->
     return text
 
 
-def location_kind_of(shape: dict[str, Any] | None) -> str:
-    """The kind a LOCATION shape asks for (shapes written before kinds existed: by their digits)."""
+def kind_of(label: str, shape: dict[str, Any] | None) -> str:
+    """The kind a LOCATION or ORGANIZATION shape asks for; shapes written before kinds existed
+    (LOCATION: by their digits) and kinds nothing told get the label's default (common.yml)."""
     shape = shape or {}
     if shape.get("kind"):
         return str(shape["kind"])
-    if shape.get("digits"):
+    if label == "LOCATION" and shape.get("digits"):
         return "postal_code" if shape.get("words", 1) <= 1 else "postal_city"
-    return "city"
+    return common()["kinds"][label][0]
 
 
 def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
-    kind = location_kind_of(shape)
+    kind = kind_of("LOCATION", shape)
     if kind == "country":
         return rng.choice(locale.countries)
     if kind == "region":
@@ -120,7 +121,7 @@ def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -
 
 
 def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, surname: str | None = None) -> str:
-    kind = str((shape or {}).get("kind") or common()["kinds"]["ORGANIZATION"][0])
+    kind = kind_of("ORGANIZATION", shape)
     city, _ = rng.choice(locale.cities)
     surname = surname or names_of(locale).surname(rng, single_word=True)
     return rng.choice(locale.organization_patterns(kind)).format(city=city, surname=surname)
