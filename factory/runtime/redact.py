@@ -144,15 +144,15 @@ class DocumentSurrogates:
             return self.persons.replace(value)
         key = (label, " ".join(fold(value).split()))
         if key not in self.memory:
-            self.memory[key] = self._make(label, value, context)
+            self.memory[key] = self._make(label, value, context, key[1])
         surrogate = self.memory[key]
         # the entity is the same, its casing may differ per mention ("LUGO" / "Lugo")
         return match_casing(value, surrogate) if label in _CASED else surrogate
 
-    def _make(self, label: str, value: str, context: str) -> str:
+    def _make(self, label: str, value: str, context: str, folded: str) -> str:
         locale = self.locale
         for attempt in range(10):  # never the original again ("Madrid" -> "Madrid")
-            rng = self.rng(f"{label}\x00{fold(value)}\x00{attempt}")
+            rng = self.rng(f"{label}\x00{folded}\x00{attempt}")
             if label == "DATE":
                 new = dates.shift_date(value, self.date_shift, locale)
                 if new is None:  # a form we cannot shift ("ayer"): a date of the same parts
@@ -166,7 +166,7 @@ class DocumentSurrogates:
             else:
                 shape = describe(label, value, locale, context)
                 new = values.surrogate_for(label, shape, rng, locale, reserved=True)
-            if fold(new) != fold(value):
+            if " ".join(fold(new).split()) != folded:
                 return new
         return new
 

@@ -57,8 +57,7 @@ def date_parts(value: str, locale: Locale) -> dict[str, Any]:
     has_year = any(len(n) == 4 for n in numbers)
     has_day = any(len(n) <= 2 and 1 <= int(n) <= 31 for n in numbers)
     if month:
-        parts = ("d" if has_day else "") + "m" + ("y" if has_year else "")
-        parts = {"dmy": "dmy", "dm": "dm", "my": "my", "m": "m"}[parts]
+        parts = ("d" if has_day else "") + "m" + ("y" if has_year else "")  # dmy, dm, my or m
     elif weekday and not numbers:
         parts = "w"
     elif has_year:
