@@ -32,10 +32,11 @@ from ..records import Record, RecordError, Span, all_or_nothing, read_records, s
 from ..runtime import ids
 from ..runtime import surrogates as engine
 from ..runtime.surrogates import dates, values
+from ..runtime.surrogates.forms import apply_casing
 from ..runtime.surrogates.identifiers import generate_id
 from ..runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
 from ..runtime.validators import validator_name
-from .casing import CasingSampler, apply_casing, parse_casing
+from .casing import CasingSampler, parse_casing
 
 log = logging.getLogger(__name__)
 
