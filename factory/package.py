@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 # Subpackages of the runtime copied whole (spaCy's setup.py packages only the top folder, so their
 # modules travel as package data: RUNTIME_DATA).
-RUNTIME_SUBPACKAGES = ("ids",)
-RUNTIME_DATA = ["*.yml"] + [f"{name}/*.py" for name in RUNTIME_SUBPACKAGES]
+RUNTIME_SUBPACKAGES = ("ids", "surrogates")
+RUNTIME_DATA = (["*.yml"] + [f"{name}/*.py" for name in RUNTIME_SUBPACKAGES]
+                + ["surrogates/*.yml", "surrogates/locales/*/*"])  # the surrogate engine's data
 # What the wheel needs at run time: nothing factory-only (no Argos, torch, Faker).
 WHEEL_REQUIREMENTS = ["spacy>=3.8,<3.9", "python-stdnum>=1.20", "pyyaml>=6.0", "langdetect==1.0.9"]
 

@@ -30,11 +30,13 @@ import yaml
 from . import PROJECT_ROOT
 from .labels import CANONICAL_LABELS
 from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
+from .runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
 
 LANGUAGES_DIR = PROJECT_ROOT / "languages"
 POOL = "ANY"  # shared terms used when a category's own list runs out
+SHAPE_CONTEXT_CHARS = 60  # text before a span that tells its kind ("País: ", "Sra. ")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -131,81 +133,13 @@ def normalize_surface(text: str) -> str:
     return " ".join(_WORD.findall(stripped.casefold()))
 
 
-def _casing(text: str) -> str:
-    letters = [c for c in text if c.isalpha()]
-    if not letters:
-        return "none"
-    if all(c.isupper() for c in letters):
-        return "upper"
-    if all(c.islower() for c in letters):
-        return "lower"
-    words = [w for w in _WORD.findall(text) if w[0].isalpha()]
-    if words and all(w[0].isupper() and (len(w) == 1 or not w[1:].isupper()) for w in words):
-        return "title"
-    return "mixed"
-
-
-_GIVEN_NAMES: dict[str, tuple[set[str], set[str]]] = {}
-
-
-def _given_names(lang: str) -> tuple[set[str], set[str]]:
-    """(female, male) given names of the language's Faker locale, folded; empty sets if unknown."""
-    if lang not in _GIVEN_NAMES:
-        female: set[str] = set()
-        male: set[str] = set()
-        locale_path = LANGUAGES_DIR / lang / "locale.yml"
-        if locale_path.exists():
-            locale = (yaml.safe_load(locale_path.read_text(encoding="utf-8")) or {}).get("faker_locale")
-            try:
-                import importlib
-
-                provider = importlib.import_module(f"faker.providers.person.{locale}").Provider
-                female = {_fold(n) for n in getattr(provider, "first_names_female", ())}
-                male = {_fold(n) for n in getattr(provider, "first_names_male", ())}
-            except (ImportError, AttributeError):
-                pass
-        _GIVEN_NAMES[lang] = (female, male)
-    return _GIVEN_NAMES[lang]
-
-
-def sex_hint(surface: str, lang: str) -> str | None:
-    """'f' or 'm' when the first word is an unambiguous given name of the source locale, else None.
-
-    Only this bit is kept, so that a French surrogate agrees with 'la patiente' / 'sa fille'."""
-    words = _WORD.findall(surface)
-    if not words:
-        return None
-    female, male = _given_names(lang)
-    first = _fold(words[0])
-    if first in female and first not in male:
-        return "f"
-    if first in male and first not in female:
-        return "m"
-    return None
-
-
-def shape_of(label: str, surface: str, lang: str = "") -> dict[str, Any]:
-    """Describe the form of a PHI string without keeping it (no PHI leaves this function)."""
-    words = _WORD.findall(surface)
-    digits = sum(c.isdigit() for c in surface)
-    letters = sum(c.isalpha() for c in surface)
-    shape: dict[str, Any] = {}
-    if label == "PERSON":
-        shape = {"words": len(words), "casing": _casing(surface), "initials": sum(1 for w in words if len(w) == 1)}
-        sex = sex_hint(surface, lang) if lang else None
-        if sex:
-            shape["sex"] = sex
-    elif label == "DATE":
-        shape = {"form": "numeric" if letters == 0 else ("written" if digits else "words"), "digits": digits}
-    elif label == "AGE":
-        shape = {"unit": letters > 0, "digits": digits}
-    elif label == "PHONE":
-        shape = {"international": surface.lstrip().startswith(("+", "00")), "digits": digits}
-    elif label == "ID":
-        shape = {"digits": digits, "letters": letters}
-    elif label in ("LOCATION", "ORGANIZATION", "ADDRESS", "PROFESSION"):
-        shape = {"words": len(words), "digits": digits}
-    return shape
+def shape_of(label: str, surface: str, lang: str = "", context: str = "") -> dict[str, Any]:
+    """Describe the kind and form of a PHI string without keeping it (no PHI leaves this function):
+    the surrogate engine's `describe` with the source language's data, so that the surrogate stage
+    draws a country for a country, a day-month date for a day-month date, a woman's name for a
+    woman (see runtime/surrogates/kinds.py). `context`: the text just before the span, read for
+    trigger words ("País:") and titles ("Sra."), never kept."""
+    return describe(label, surface, load_locale(lang or None), context)
 
 
 _WORDS = re.compile(r"\w+")
@@ -243,7 +177,9 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
         key = (span.label, normalize_surface(surface))
         if key not in entity_of:
             entity_of[key] = len(entities)
-            entities.append({"label": span.label, "key": key[1], "mentions": 0, "shape": shape_of(span.label, surface, record.lang), "attrs": {}})
+            context = text[max(0, span.start - SHAPE_CONTEXT_CHARS) : span.start]
+            entities.append({"label": span.label, "key": key[1], "mentions": 0,
+                             "shape": shape_of(span.label, surface, record.lang, context), "attrs": {}})
         ent = entities[entity_of[key]]
         ent["mentions"] += 1
         for k, v in span.attrs.items():

@@ -14,6 +14,10 @@ file comes out with its BOM. The BOM is hidden from the pipeline (it is not text
 first word it could hide a name) and counted in output offsets, as brat counts it.
 Documents longer than a pipeline's max_length are processed in pieces by the router.
 
+Surrogate mode draws every surrogate from a secret key (--key-file, or $DEID_SURROGATE_KEY) and
+refuses to start without one; --demo-key uses a key derived from --seed, which is not secret. A
+JSONL record's `patient_id` makes that patient's documents share surrogates and date shift.
+
 Outputs (--format):
   text   OUT/ folder: one redacted .txt per document (input folder layout kept; JSONL records
          become OUT/<record id>.txt)
@@ -39,7 +43,7 @@ import typer
 
 from .readers import BOM
 from .records import write_text_atomic
-from .runtime.redact import MODES, redact_text
+from .runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
 from .runtime.router import Router
 
 log = logging.getLogger(__name__)
@@ -54,6 +58,7 @@ class Source:
     text: str  # without the file's BOM, if it had one
     origin: str  # file (and line) it came from, for messages
     bom: str = ""  # the BOM the file started with ("" when none), written back in front of the output
+    patient_id: str | None = None  # a JSONL record's `patient_id`: its surrogates are the patient's
 
 
 def _skip(problems: list[dict], where: str, problem: str, level: int = logging.ERROR) -> None:
@@ -124,7 +129,8 @@ def _jsonl_sources(path: Path, raw: bytes, problems: list[dict]) -> Iterator[Sou
         if not data["text"].strip():
             _skip(problems, where, f"record {rid!r} is empty", logging.WARNING)
             continue
-        yield Source(rid, data["text"], where)
+        patient = data.get("patient_id")
+        yield Source(rid, data["text"], where, patient_id=None if patient is None else str(patient))
     if not found:
         _skip(problems, str(path), "empty", logging.WARNING)
 
@@ -143,12 +149,16 @@ def _out_name(doc_id: str) -> str:
 def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mode: str = "tag",
                  pipelines: list[str] | None = None, fallback: str | None = "union", seed: int = 0,
                  batch_size: int = 16, detect_chars: int = 1000, router: Router | None = None,
-                 progress: bool = True) -> dict:
-    """Route, redact and write every document; returns the report."""
+                 progress: bool = True, key: bytes | None = None, demo_key: bool = False) -> dict:
+    """Route, redact and write every document; returns the report. Surrogate mode draws from the
+    secret `key` (or the demo key of `seed` when `demo_key`) and refuses to start without one."""
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"unknown output format {output_format!r} (expected one of {', '.join(OUTPUT_FORMATS)})")
     if mode not in MODES:
         raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
+    if mode == "surrogate" and key is None and not demo_key:
+        raise SurrogateKeyError(f"surrogate mode needs a secret key: --key-file FILE or ${KEY_ENV} "
+                                "(--demo-key for a demonstration with a key that is not secret)")
     if router is None:
         router = Router.from_names(pipelines, fallback=fallback, detect_chars=detect_chars, seed=seed)
     problems: list[dict] = []
@@ -185,7 +195,8 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             spans = [(e.start_char, e.end_char, e.label_) for e in routed.doc.ents]
             sources_ = [e._.deid_source for e in routed.doc.ents]
             lang = routed.lang if routed.pipeline != "fallback" else None
-            redacted, _ = redact_text(src.text, spans, mode=mode, lang=lang, seed=seed, doc_id=src.id)
+            redacted, _ = redact_text(src.text, spans, mode=mode, lang=lang, seed=seed, doc_id=src.id, key=key,
+                                      patient_id=src.patient_id, demo=demo_key)
             shift = len(src.bom)  # output offsets count the BOM, as in the file
             if output_format == "text":
                 write_text_atomic(out / f"{name}.txt", src.bom + redacted)
@@ -223,7 +234,9 @@ def redact_command(
     mode: str = typer.Option("tag", "--mode", "-m", help="tag ([PERSON]) | mask (****) | surrogate"),
     pipelines: str = typer.Option(None, "--pipelines", "-p", help="Comma-separated deid_<lang> packages or folders (default: all installed)"),
     fallback: str = typer.Option("union", "--fallback", help="'union' (structured regex packs), a language code of a loaded pipeline, or 'none'"),
-    seed: int = typer.Option(0, "--seed", help="Seed of language detection and surrogates"),
+    seed: int = typer.Option(0, "--seed", help="Seed of language detection (and of the --demo-key)"),
+    key_file: Path = typer.Option(None, "--key-file", help=f"Secret key of surrogate mode (a file of at least 16 bytes; else ${KEY_ENV})"),
+    demo_key: bool = typer.Option(False, "--demo-key", help="Surrogate mode with a key derived from --seed: NOT secret, for demonstrations only"),
     batch_size: int = typer.Option(16, "--batch-size", help="documents per nlp.pipe batch (memory grows with it)"),
     detect_chars: int = typer.Option(1000, "--detect-chars", help="Characters read for language detection"),
     report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here"),
@@ -233,9 +246,11 @@ def redact_command(
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(message)s")
     names = [p.strip() for p in pipelines.split(",") if p.strip()] if pipelines else None
     try:
+        key = load_key(key_file) if mode == "surrogate" and not demo_key else None
         result = redact_files(inputs, out, output_format=output_format, mode=mode, pipelines=names,
                               fallback=None if fallback == "none" else fallback, seed=seed,
-                              batch_size=batch_size, detect_chars=detect_chars, progress=not quiet)
+                              batch_size=batch_size, detect_chars=detect_chars, progress=not quiet,
+                              key=key, demo_key=demo_key)
     except (ValueError, OSError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)

@@ -264,7 +264,7 @@ def test_runtime_ids_import_nothing_factory_only():
 
 # ----------------------------------------------------------------------------- surrogate generators
 def test_surrogate_specs_choose_the_written_form():
-    from deid_factory.surrogates.ids import generate_id
+    from deid_factory.runtime.surrogates.identifiers import generate_id
 
     rng = random.Random(1)
     value, kind, validated = generate_id(rng, {"kind": "es_nass", "layouts": ["## ######## ##"]})

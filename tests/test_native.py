@@ -92,8 +92,10 @@ def test_native_surrogate_stage_trains_on_the_notes_as_annotated(tmp_path):
         assert by_text[note.text] == sorted((s.start, s.end, s.label) for s in note.spans)
     copies = [text for text, _ in train if text not in {n.text for n in notes}]
     assert len(copies) == 15
+    # full names only: the notes and the surrogates draw surnames from the same Faker list, so a lone
+    # surname ("IGLESIA") of a note is, now and then, drawn again for a copy by chance
     real_values = {n.text[s.start:s.end] for n in notes for s in n.spans if s.label == "PERSON"}
-    assert all(not any(v in c for v in real_values if len(v) > 6) for c in copies)  # copies carry surrogates
+    assert all(not any(v in c for v in real_values if len(v) > 6 and " " in v) for c in copies)  # copies carry surrogates
     assert {t for t, _ in read_docbin_spans(tmp_path / "final" / "dev.spacy", "es")} == {d.text for d in dev}
 
 

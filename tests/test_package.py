@@ -43,7 +43,7 @@ def test_wheel_carries_code_data_and_requirements(train_wheel):
     assert train_wheel.name == "deid_es-0.1.0-py3-none-any.whl"
     names = zipfile.ZipFile(train_wheel).namelist()
     for f in ("deid_es/__init__.py", "deid_es/merger.py", "deid_es/pack_component.py", "deid_es/regex_pack.py",
-              "deid_es/validators.py", "deid_es/redact_data.yml", "deid_es/deid_es-0.1.0/ner/model",
+              "deid_es/validators.py", "deid_es/surrogates/locales/es/formats.yml", "deid_es/deid_es-0.1.0/ner/model",
               "deid_es/deid_es-0.1.0/deid_regex_pack/pack.yml"):
         assert f in names, f
     metadata = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/METADATA").decode()

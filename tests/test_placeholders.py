@@ -73,6 +73,22 @@ def test_person_shape_keeps_only_a_sex_hint():
     assert [sh.get("sex") for sh in shapes] == ["f", "m", None]  # a surname alone: no hint
 
 
+def test_shapes_keep_the_kind_of_places_organisations_and_dates():
+    """The kind travels in the shape (the original never does), read with the words before a span."""
+    rec = _rec("País: España. Provincia de Sevilla, vive en Lugo, CP 28013. Centro de Salud Delicias. "
+               "Cita el martes 14 de noviembre. Acude la paciente Zuriñeta Ruiz.",
+               [("España", "LOCATION"), ("Sevilla", "LOCATION"), ("Lugo", "LOCATION"), ("28013", "LOCATION"),
+                ("Centro de Salud Delicias", "ORGANIZATION"), ("martes 14 de noviembre", "DATE"), ("Zuriñeta Ruiz", "PERSON")])
+    out = placeholderize(rec, load_inventory("fr"))
+    shapes = [out.meta["placeholders"]["terms"][s.attrs["placeholder"]]["shape"] for s in out.spans]
+    assert [sh["kind"] for sh in shapes[:5]] == ["country", "region", "city", "postal_code", "health_centre"]
+    assert (shapes[5]["parts"], shapes[5]["weekday"]) == ("dm", True)
+    assert shapes[6]["sex"] == "f"  # told by "la paciente", the name is unknown to the lists
+    dumped = json.dumps(out.meta["placeholders"], ensure_ascii=False)  # no PHI, and no context either
+    for surface in ("España", "Sevilla", "Lugo", "28013", "Delicias", "martes", "noviembre", "Zuriñeta", "paciente"):
+        assert surface not in dumped
+
+
 def test_inventory_exhausted_and_term_in_text():
     inv = Inventory({"PERSON": ["Faustino"], "ANY": ["Arvandel"]})
     rec = _rec("A B, C D y E F.", [("A B", "PERSON"), ("C D", "PERSON"), ("E F", "PERSON")])

@@ -181,6 +181,7 @@ def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
     with (tmp_path / "more.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"id": "broken", "text": "Anselmo Villaverde Icaza, DNI 48213579Q\n')
     env, attempts = network_guard_env(tmp_path)
+    env["DEID_SURROGATE_KEY"] = "privacy test key, not a secret one"  # surrogate mode needs a key
     report = tmp_path / "report.json"
     ret = subprocess.run([sys.executable, "-m", "deid_factory", "redact", str(notes), str(tmp_path / "more.jsonl"),
                           "--out", str(tmp_path / "redacted.jsonl"), "--format", "jsonl", "--mode", "surrogate",

@@ -5,7 +5,9 @@ import re
 
 import pytest
 
-from deid_factory.runtime.redact import Surrogates, redact_text, shift_date
+from deid_factory.runtime.redact import Redactor, redact_text, shift_date
+
+KEY = b"a test key of 32 bytes, not used"  # surrogate mode draws from a secret key
 
 TEXT = "ANA PÉREZ GARCÍA ingresó el 03/04/2020. Ana Pérez García volvió el 3 de abril de 2020 a Lugo."
 
@@ -34,7 +36,7 @@ def test_tags_and_masks():
 
 
 def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
-    out, spans = redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")
+    out, spans = redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-1", key=KEY)
     values = [out[s:e] for s, e, _ in spans]
     for original in ("PÉREZ", "Pérez", "03/04/2020", "Lugo"):
         assert original not in out
@@ -44,12 +46,12 @@ def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
     # both dates moved by the same number of days and kept their format
     assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", values[1])
     assert re.fullmatch(r"\d{1,2} de [a-z]+ de \d{4}", values[3])
-    sur = Surrogates("es", 1, "doc-1")
+    sur = Redactor(KEY).document("doc-1", "es")
     assert shift_date("03/04/2020", sur.date_shift, "es") == values[1]
     assert shift_date("3 de abril de 2020", sur.date_shift, "es") == values[3]
-    # deterministic per (seed, document), different across documents
-    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-1")[0] == out
-    assert redact_text(TEXT, SPANS, "surrogate", lang="es", seed=1, doc_id="doc-2")[0] != out
+    # deterministic per (key, document), different across documents
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-1", key=KEY)[0] == out
+    assert redact_text(TEXT, SPANS, "surrogate", lang="es", doc_id="doc-2", key=KEY)[0] != out
 
 
 @pytest.mark.parametrize("value,days,lang,expected", [
@@ -130,3 +132,72 @@ def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
         _, mid, value = line.split("\t")
         label, s, e = mid.split()
         assert t[int(s):int(e)] == value
+
+
+# ----------------------------------------------------------------------------- surrogate mode of the CLI
+def test_redact_cli_refuses_surrogate_mode_without_a_key(tmp_path, monkeypatch):
+    """The old default seeded surrogates with crc32(seed:doc_id), seed 0: anyone could undo them."""
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+    from deid_factory.runtime.redact import KEY_ENV
+
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    (tmp_path / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    result = CliRunner().invoke(app, ["redact", str(tmp_path / "a.txt"), "--out", str(tmp_path / "out"), "--mode", "surrogate"])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0 and "surrogate mode needs a secret key" in result.output
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "short.key").write_text("abc", encoding="utf-8")
+    result = CliRunner().invoke(app, ["redact", str(tmp_path / "a.txt"), "--out", str(tmp_path / "out"), "--mode",
+                                      "surrogate", "--key-file", str(tmp_path / "short.key")])
+    assert result.exit_code == 1 and "at least 16" in result.output
+
+
+def test_redact_cli_surrogates_come_from_the_key(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+    from deid_factory.runtime.redact import KEY_ENV
+
+    pipes = tmp_path / "pipes"
+    pipes.mkdir()
+    for lang, nlp in _router().pipelines.items():
+        nlp.to_disk(pipes / lang)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    key_file = tmp_path / "surrogate.key"
+    key_file.write_bytes(KEY)
+
+    def run(*extra, env=None):
+        out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
+        monkeypatch.delenv(KEY_ENV, raising=False)
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(app, ["redact", str(tmp_path / "in"), "--out", str(out), "--mode", "surrogate", "-q",
+                                          "--pipelines", f"{pipes / 'es'},{pipes / 'fr'}", *extra])
+        assert result.exit_code == 0, result.output
+        return (out / "a.txt").read_text(encoding="utf-8")
+
+    from_file = run("--key-file", str(key_file))
+    assert "612 345 678" not in from_file and "ana.perez" not in from_file
+    assert re.search(r"\b6\d\d \d{3} \d{3}\b", from_file)  # a Spanish mobile again, same layout
+    assert run("--key-file", str(key_file)) == from_file  # reproducible with the key
+    assert run(env={KEY_ENV: KEY.decode()}) == from_file  # the key from the environment
+    assert run(env={KEY_ENV: "another secret key, 32 bytes long"}) != from_file
+    assert run("--demo-key") != from_file
+
+
+def test_patient_id_of_jsonl_records_shares_surrogates_across_documents(tmp_path):
+    from deid_factory.redact_cli import redact_files
+
+    text = "Paciente con teléfono 612 345 678 y correo ana.perez@correo.es."
+    rows = [{"id": "n1", "patient_id": "P1", "text": text}, {"id": "n2", "patient_id": "P1", "text": text},
+            {"id": "n3", "patient_id": "P2", "text": text}]
+    records = tmp_path / "notes.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    redact_files([records], out, "jsonl", "surrogate", router=_router(), progress=False, key=KEY)
+    redacted = {row["id"]: row["redacted"] for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert redacted["n1"] == redacted["n2"] != redacted["n3"]
+    assert "612 345 678" not in redacted["n1"]

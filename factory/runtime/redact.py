@@ -1,44 +1,58 @@
-"""Redaction of PHI spans: tags, masks or document-consistent surrogates.
+"""Redaction of PHI spans: tags, masks or keyed, consistent, faithful surrogates.
 
   tag        "Ana Pérez" -> "[PERSON]"
   mask       every non-space character -> "*" (same length: offsets of the rest do not move)
-  surrogate  realistic replacements, consistent within a document (the same entity, compared
-             case- and space-insensitively, gets the same surrogate), with every date shifted by one
-             per-document offset (in days) and written back in its original format ("03/04/2020",
-             "3 de abril de 2020", "April 3, 2020", "2020-04-03" ...). Names keep their casing
-             (UPPER, Title, lower) and their number of words. Per-document randomness is seeded by
-             (seed, document id), so a re-run gives the same output.
-Word lists and month names live in redact_data.yml next to this file.
+  surrogate  realistic replacements from the surrogate engine (runtime/surrogates/), drawn from a
+             secret key: every choice of a document comes from HMAC-SHA256(key, document id), or of
+             the patient id when one is given (so a patient's documents share their surrogates and
+             date shift). Without the key the mapping cannot be recomputed; with it, a re-run gives
+             the same output. Surrogate mode refuses to run without a key unless asked for the demo
+             key (`demo=True`: derived from the seed, *not secret*, for trying the tool only).
 
-Runtime module (travels in the deid_<lang> wheels): Faker is used when installed, otherwise
-surrogates keep the shape of the original (letters -> random letters, digits -> random digits).
+What a surrogate keeps of the original:
+  PERSON     the same person across mentions and partial forms ("A. Jiménez Castro", "Sr. Jiménez",
+             "JIMÉNEZ" are one surrogate person), its sex (title, agreeing words, given name),
+             titles and punctuation as written, the casing of every word
+  DATE       shifted by the document's offset in days, in its own form: a date without a year or
+             with a weekday stays one ("martes 14 de noviembre" -> "jueves 14 de diciembre")
+  ID         a valid identifier of the same kind (DNI, NIE, NIR, IBAN...) in the same layout
+  PHONE      its country calling code, layout and first national digit
+  LOCATION   its kind (country, region, city, postal code), ORGANIZATION its kind (hospital,
+             health centre, university, company, institution), ADDRESS its house number and
+             postal code; all in the original's casing
+  AGE        its form, moved by 1-2 years; EMAIL / URL / IP only in documentation-reserved names
+Runtime module (travels in the deid_<lang> wheels): Faker is used for names when installed.
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import hashlib
+import hmac
+import os
 import random
-import re
-import zlib
-from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
-import yaml
+from .regex_pack import BOUNDARY_CHARS
+from .surrogates import dates, identifiers, values
+from .surrogates.forms import match_casing
+from .surrogates.kinds import describe
+from .surrogates.locale import Locale, fold, load_locale
+from .surrogates.names import PersonWords
 
 MODES = ("tag", "mask", "surrogate")
-DATA_FILE = Path(__file__).resolve().parent / "redact_data.yml"
 SpanT = tuple[int, int, str]
+KEY_ENV = "DEID_SURROGATE_KEY"
+MIN_KEY_BYTES = 16  # 128 bits: a key that cannot be guessed
+CONTEXT_CHARS = 60  # text before a span read for trigger words and titles ("País:", "Sra.")
+_CASED = {"LOCATION", "ADDRESS", "ORGANIZATION", "PROFESSION"}
+
+# re-exported: the date shift is part of what redaction promises (tests, users)
+shift_date = dates.shift_date
 
 
-@lru_cache(maxsize=1)
-def _data() -> dict:
-    return yaml.safe_load(DATA_FILE.read_text(encoding="utf-8"))
-
-
-def lang_data(lang: str | None) -> dict:
-    data = _data()
-    return data["languages"].get(lang or "", data["languages"][data["default"]])
+class SurrogateKeyError(ValueError):
+    """Surrogate mode without a usable secret key (the message says how to give one)."""
 
 
 def non_overlapping(spans: Iterable[SpanT]) -> list[SpanT]:
@@ -50,187 +64,140 @@ def non_overlapping(spans: Iterable[SpanT]) -> list[SpanT]:
     return sorted(chosen)
 
 
-def _shape(value: str, rng: random.Random) -> str:
-    out = []
-    for ch in value:
-        if ch.isdigit():
-            out.append(str(rng.randint(0, 9)))
-        elif ch.isalpha():
-            c = rng.choice("abcdefghijklmnopqrstuvwxyz")
-            out.append(c.upper() if ch.isupper() else c)
-        else:
-            out.append(ch)
-    return "".join(out)
+# ------------------------------------------------------------------------------ keys
+def demo_key(seed: int = 0) -> bytes:
+    """The demo key: anyone can recompute it from the seed, so its surrogates can be undone."""
+    return f"deid-factory demo key, not secret, seed {seed}".encode("utf-8")
 
 
-def _match_case(template: str, value: str) -> str:
-    letters = [c for c in template if c.isalpha()]
-    if letters and all(c.isupper() for c in letters) and len(letters) > 1:
-        return value.upper()
-    if letters and all(c.islower() for c in letters):
-        return value.lower()
-    return value
+def check_key(key: bytes, origin: str = "the key") -> bytes:
+    if len(key) < MIN_KEY_BYTES:
+        raise SurrogateKeyError(f"{origin} is {len(key)} bytes; a surrogate key needs at least {MIN_KEY_BYTES} "
+                                f"(e.g. `head -c 32 /dev/urandom > surrogate.key`)")
+    return key
 
 
-# ------------------------------------------------------------------------------ dates
-_NUMERIC = re.compile(r"^(\d{1,4})([/.\-])(\d{1,2})\2(\d{1,4})$")
-
-
-def _year(text: str) -> int:
-    y = int(text)
-    return y if len(text) == 4 else (2000 + y if y < 50 else 1900 + y)
-
-
-def _fmt_year(year: int, like: str) -> str:
-    return f"{year:04d}" if len(like) == 4 else f"{year % 100:02d}"
-
-
-def _fmt_num(n: int, like: str, pad: bool = False) -> str:
-    # zero-padded if the original was ("03"), or if the date padded all its fields ("12/11/2020")
-    return f"{n:02d}" if like.startswith("0") or (pad and len(like) == 2) else str(n)
-
-
-def shift_date(value: str, days: int, lang: str | None) -> str | None:
-    """The date shifted by `days`, in the same format; None if the format is not recognised."""
-    info = lang_data(lang)
-    s = value.strip()
-    m = _NUMERIC.match(s)
-    if m:
-        a, sep, b, c = m.group(1), m.group(2), m.group(3), m.group(4)
+def load_key(key_file: str | Path | None = None, environ: Mapping[str, str] | None = None) -> bytes | None:
+    """The secret key from `key_file` (its bytes, a final newline dropped) or else from the
+    DEID_SURROGATE_KEY environment variable; None when neither is given."""
+    if key_file is not None:
+        path = Path(key_file)
         try:
-            if len(a) == 4:  # ISO-like yyyy-mm-dd
-                d = dt.date(int(a), int(b), int(c)) + dt.timedelta(days=days)
-                pad = len(b) == 2 and len(c) == 2
-                return f"{d.year:04d}{sep}{_fmt_num(d.month, b, pad)}{sep}{_fmt_num(d.day, c, pad)}"
-            day, month = (a, b) if info.get("date_order", "dmy") == "dmy" else (b, a)
-            d = dt.date(_year(c), int(month), int(day)) + dt.timedelta(days=days)
-        except ValueError:
-            return None
-        pad = len(day) == 2 and len(month) == 2
-        nd, nm = _fmt_num(d.day, day, pad), _fmt_num(d.month, month, pad)
-        first, second = (nd, nm) if info.get("date_order", "dmy") == "dmy" else (nm, nd)
-        return f"{first}{sep}{second}{sep}{_fmt_year(d.year, c)}"
-    # textual months: find a month name, a day number and a year number around it
-    months, abbr = info["months"], info["months_abbr"]
-    words = re.finditer(r"\w+", s)
-    month_tok = None
-    for w in words:
-        low = w.group(0).lower()
-        if low in months:
-            month_tok, month, table = w, months.index(low) + 1, months
-            break
-        if low in abbr:
-            month_tok, month, table = w, abbr.index(low) + 1, abbr
-            break
-    if month_tok is None:
-        if re.fullmatch(r"\d{4}", s):  # a bare year moves with the offset's sign (never stays)
-            return str(int(s) + (1 if days > 0 else -1))
-        return None
-    nums = [(n.start(), n.end(), n.group(0)) for n in re.finditer(r"\d+", s)]
-    years = [n for n in nums if len(n[2]) == 4]
-    days_ = [n for n in nums if len(n[2]) <= 2 and 1 <= int(n[2]) <= 31]
-    if not years:
-        return None
-    year = years[0]
-    day = days_[0] if days_ else None
-    try:
-        # "marzo de 2020" has no day: the 15th stands for it, only month and year are written back
-        d = dt.date(int(year[2]), month, int(day[2]) if day else 15) + dt.timedelta(days=days)
-    except ValueError:
-        return None
-    new_month = _match_case(month_tok.group(0), table[d.month - 1])
-    if month_tok.group(0)[:1].isupper() and not month_tok.group(0).isupper():
-        new_month = new_month[:1].upper() + new_month[1:]
-    parts = [(month_tok.start(), month_tok.end(), new_month), (year[0], year[1], f"{d.year:04d}")]
-    if day is not None:
-        parts.append((day[0], day[1], _fmt_num(d.day, day[2])))
-    out = s
-    for start, end, rep in sorted(parts, reverse=True):
-        out = out[:start] + rep + out[end:]
-    return out
+            raw = path.read_bytes()
+        except OSError as err:
+            raise SurrogateKeyError(f"cannot read the key file {path}: {err.strerror}") from None
+        return check_key(raw.rstrip(b"\r\n"), f"key file {path}")
+    value = (os.environ if environ is None else environ).get(KEY_ENV)
+    if value:
+        return check_key(value.encode("utf-8"), f"${KEY_ENV}")
+    return None
 
 
-# ------------------------------------------------------------------------------ surrogates
-_CASED = {"PERSON", "LOCATION", "ADDRESS", "ORGANIZATION", "PROFESSION"}
+def _hmac(key: bytes, *parts: str) -> bytes:
+    return hmac.new(key, "\x00".join(parts).encode("utf-8"), hashlib.sha256).digest()
 
-class Surrogates:
-    """Surrogate values for one document: consistent per entity, seeded per document."""
 
-    def __init__(self, lang: str | None, seed: int, doc_id: str, max_shift_days: int = 365):
-        self.lang = lang
-        self.info = lang_data(lang)
-        self.rng = random.Random(zlib.crc32(f"{seed}:{doc_id}".encode("utf-8")))
+class Redactor:
+    """Keyed surrogates. `Redactor(key).redact(text, spans, doc_id, lang)`; `patient_id` makes the
+    surrogates and the date shift of that patient's documents the same."""
+
+    def __init__(self, key: bytes, max_shift_days: int = 365):
+        self.key = check_key(bytes(key))
+        self.max_shift_days = max_shift_days
+
+    def document(self, doc_id: str, lang: str | None = None, patient_id: str | None = None) -> "DocumentSurrogates":
+        scope = _hmac(self.key, "patient", patient_id) if patient_id else _hmac(self.key, "document", doc_id)
+        return DocumentSurrogates(scope, load_locale(lang), self.max_shift_days)
+
+    def redact(self, text: str, spans: Sequence[SpanT], doc_id: str, lang: str | None = None,
+               patient_id: str | None = None) -> tuple[str, list[SpanT]]:
+        surrogates = self.document(doc_id, lang, patient_id)
+        return _rewrite(text, spans, lambda start, end, label: surrogates.get(label, text[start:end], _context(text, start)),
+                        before=lambda chosen: surrogates.learn_persons(text, chosen), trim=True)
+
+
+class DocumentSurrogates:
+    """The surrogates of one scope (a document, or a patient's documents), all drawn from its key:
+    a value's surrogate depends only on the key, the label and the value (folded), so it is the
+    same at every mention, in any order."""
+
+    def __init__(self, scope_key: bytes, locale: Locale, max_shift_days: int = 365):
+        self.scope_key = scope_key
+        self.locale = locale
         shift = 0
+        rng = self.rng("date shift")
         while shift == 0:
-            shift = self.rng.randint(-max_shift_days, max_shift_days)
+            shift = rng.randint(-max_shift_days, max_shift_days)
         self.date_shift = shift
+        self.persons = PersonWords(locale, self.rng)
         self.memory: dict[tuple[str, str], str] = {}
-        self._faker = None
-        try:
-            from faker import Faker
 
-            self._faker = Faker(self.info["faker_locale"])
-            self._faker.seed_instance(self.rng.randint(0, 2**31))
-        except ImportError:  # runtime-only environments: shape-preserving surrogates
-            self._faker = None
+    def rng(self, purpose: str) -> random.Random:
+        return random.Random(int.from_bytes(_hmac(self.scope_key, purpose), "big"))
 
-    def get(self, label: str, value: str) -> str:
-        key = (label, " ".join(value.casefold().split()))
-        if key not in self.memory:
-            self.memory[key] = self._make(label, value)
-        surrogate = self.memory[key]
-        # the entity is the same, its casing may differ per mention ("ANA PÉREZ" / "Ana Pérez")
-        return _match_case(value, surrogate) if label in _CASED else surrogate
+    def learn_persons(self, text: str, spans: Sequence[SpanT]) -> None:
+        self.persons.learn([(text[s:e], _context(text, s)) for s, e, label in spans if label == "PERSON"])
 
-    def _make(self, label: str, value: str) -> str:
-        f, rng = self._faker, self.rng
-        if label == "DATE":
-            return shift_date(value, self.date_shift, self.lang) or _shape(value, rng)
-        if label == "AGE":
-            return re.sub(r"\d+", lambda m: str(max(0, int(m.group(0)) + rng.choice([-2, -1, 1, 2]))), value)
-        if label == "EMAIL":
-            user = f.user_name() if f else _shape("user", rng)
-            return f"{user}@{rng.choice(_data()['email_domains'])}"
-        if label == "URL":
-            return _data()["url_prefix"] + _shape("aaaaaa", rng)
-        if label == "IP":
-            return _data()["ip_prefix"] + str(rng.randint(1, 254))
-        if label == "PROFESSION":
-            return rng.choice(self.info["professions"])
-        if f is None or label in ("ID", "PHONE"):
-            return _shape(value, rng)
+    def get(self, label: str, value: str, context: str = "") -> str:
+        """The surrogate of `value` (a `label` span), written in the value's form."""
         if label == "PERSON":
-            n_words = max(1, len(value.split()))
-            words = [f.first_name()] + [f.last_name() for _ in range(n_words - 1)] if n_words > 1 else [f.last_name()]
-            return " ".join(words)
-        if label == "LOCATION":
-            return f.city()
-        if label == "ADDRESS":
-            return f.street_address()
-        if label == "ORGANIZATION":
-            template = rng.choice(self.info["organization_templates"])
-            return template.format(city=f.city(), last_name=f.last_name())
-        return _shape(value, rng)
+            return self.persons.replace(value)
+        key = (label, " ".join(fold(value).split()))
+        if key not in self.memory:
+            self.memory[key] = self._make(label, value, context, key[1])
+        surrogate = self.memory[key]
+        # the entity is the same, its casing may differ per mention ("LUGO" / "Lugo")
+        return match_casing(value, surrogate) if label in _CASED else surrogate
+
+    def _make(self, label: str, value: str, context: str, folded: str) -> str:
+        locale = self.locale
+        for attempt in range(10):  # never the original again ("Madrid" -> "Madrid")
+            rng = self.rng(f"{label}\x00{folded}\x00{attempt}")
+            if label == "DATE":
+                new = dates.shift_date(value, self.date_shift, locale)
+                if new is None:  # a form we cannot shift ("ayer"): a date of the same parts
+                    new = values.surrogate_for("DATE", dates.date_parts(value, locale), rng, locale)
+            elif label == "AGE":
+                new = dates.age_like(value, rng)
+            elif label == "ID":
+                new = identifiers.like(value, rng, locale)
+            elif label == "PHONE":
+                new = values.phone_like(value, rng)
+            else:
+                shape = describe(label, value, locale, context)
+                new = values.surrogate_for(label, shape, rng, locale, reserved=True)
+            if " ".join(fold(new).split()) != folded:
+                return new
+        return new
 
 
-def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
-                seed: int = 0, doc_id: str = "", mask_char: str = "*") -> tuple[str, list[SpanT]]:
-    """Redacted text and the spans' offsets in it."""
-    if mode not in MODES:
-        raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
-    surrogates = Surrogates(lang, seed, doc_id) if mode == "surrogate" else None
+def _trimmed(value: str) -> tuple[int, int]:
+    start, end = 0, len(value)
+    while start < end and value[start] in BOUNDARY_CHARS:
+        start += 1
+    while end > start and value[end - 1] in BOUNDARY_CHARS:
+        end -= 1
+    return start, end
+
+
+def _context(text: str, start: int) -> str:
+    return text[max(0, start - CONTEXT_CHARS):start]
+
+
+def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None, trim: bool = False) -> tuple[str, list[SpanT]]:
+    """The text with each (non-overlapping) span replaced, and the spans' offsets in it; `trim`: a
+    span leaves out punctuation its replacement starts or ends with ("Transportes Gil S.A." is
+    written whole, its span ends before the last dot), as spans everywhere in the project do."""
+    chosen = non_overlapping(spans)
+    if before is not None:
+        before(chosen)
     out, new_spans, pos, offset = [], [], 0, 0  # offset: length of the redacted text so far
-    for start, end, label in non_overlapping(spans):
+    for start, end, label in chosen:
         out.append(text[pos:start])
         offset += start - pos
-        value = text[start:end]
-        if mode == "tag":
-            rep = f"[{label}]"
-        elif mode == "mask":
-            rep = "".join(c if c.isspace() else mask_char for c in value)
-        else:
-            rep = surrogates.get(label, value)
-        new_spans.append((offset, offset + len(rep), label))
+        rep = replace(start, end, label)
+        lead, tail = _trimmed(rep) if trim else (0, len(rep))
+        new_spans.append((offset + lead, offset + tail, label))
         out.append(rep)
         offset += len(rep)
         pos = end
@@ -238,7 +205,28 @@ def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str 
     return "".join(out), new_spans
 
 
-def redact_doc(doc, mode: str = "tag", seed: int = 0, doc_id: str = "", mask_char: str = "*") -> str:
+def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
+                seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
+                patient_id: str | None = None, demo: bool = False) -> tuple[str, list[SpanT]]:
+    """Redacted text and the spans' offsets in it. Surrogate mode needs `key` (or `demo=True`:
+    the demo key of `seed`, not secret)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
+    if mode == "surrogate":
+        if key is None:
+            if not demo:
+                raise SurrogateKeyError(f"surrogate mode needs a secret key: --key-file FILE or ${KEY_ENV} "
+                                        f"(--demo-key for a demonstration with a key that is not secret)")
+            key = demo_key(seed)
+        return Redactor(key).redact(text, spans, doc_id, lang, patient_id)
+    if mode == "tag":
+        return _rewrite(text, spans, lambda s, e, label: f"[{label}]")
+    return _rewrite(text, spans, lambda s, e, label: "".join(c if c.isspace() else mask_char for c in text[s:e]))
+
+
+def redact_doc(doc, mode: str = "tag", seed: int = 0, doc_id: str = "", mask_char: str = "*",
+               key: bytes | None = None, patient_id: str | None = None, demo: bool = False) -> str:
     """Redact a processed spaCy Doc using its final entities (doc.ents)."""
     spans = [(e.start_char, e.end_char, e.label_) for e in doc.ents]
-    return redact_text(doc.text, spans, mode=mode, lang=doc.lang_, seed=seed, doc_id=doc_id, mask_char=mask_char)[0]
+    return redact_text(doc.text, spans, mode=mode, lang=doc.lang_, seed=seed, doc_id=doc_id, mask_char=mask_char,
+                       key=key, patient_id=patient_id, demo=demo)[0]

@@ -6,8 +6,12 @@ same person, date, phone...), writes PERSON mentions in a casing sampled per men
 recomputes every span exactly and verifies it (span text == slice, boundaries, canonical labels)
 before the record is kept. `surrogate_file` adds the JSONL output and the train/dev/test DocBins.
 
-Sources of surrogates: Faker's target locale (names) and the project's data files:
-languages/<lc>/surrogates.yml (formats, casing, ID kinds) and corpora/surrogates/<lc>/ (word lists).
+The values come from the surrogate engine that redaction uses too (deid_factory.runtime.surrogates):
+each entity's *shape*, kept by the placeholder stage in place of the original, says the kind and
+form to draw (a country for a country, a day-month date for a day-month date...), in the target
+locale's data (runtime/surrogates/locales/<target>/). This stage adds what only a training corpus
+needs, from languages/<target>/surrogates.yml: the casing distribution of names, unique names
+across the corpus, dates coherent within a record, identifiers drawn per role, the splits.
 """
 
 from __future__ import annotations
@@ -25,13 +29,19 @@ import yaml
 from .. import PROJECT_ROOT
 from ..placeholders import _write_json, find_placeholders
 from ..records import Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_records
-from . import contacts, dates, ids
-from .casing import CasingSampler, apply_casing, parse_casing
-from .names import NameGenerator, Person
+from ..runtime import ids
+from ..runtime import surrogates as engine
+from ..runtime.surrogates import dates, values
+from ..runtime.surrogates.forms import apply_casing
+from ..runtime.surrogates.identifiers import generate_id
+from ..runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
+from ..runtime.validators import validator_name
+from .casing import CasingSampler, parse_casing
 
 log = logging.getLogger(__name__)
 
-DATA_DIR = PROJECT_ROOT / "corpora" / "surrogates"
+ID_ROLES_FILE = ENGINE_DIR / "id_roles.yml"
+CASED = ("LOCATION", "ORGANIZATION", "ADDRESS", "PROFESSION")
 
 
 class SurrogateError(ValueError):
@@ -50,8 +60,7 @@ def load_settings(target: str) -> dict[str, Any]:
     locale = yaml.safe_load(locale_path.read_text(encoding="utf-8")) or {}
     cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
     cfg["_locale"] = locale
-    roles_path = DATA_DIR / "id_roles.yml"
-    cfg["_id_roles"] = yaml.safe_load(roles_path.read_text(encoding="utf-8")) if roles_path.exists() else {"roles": {}, "default": "record"}
+    cfg["_id_roles"] = yaml.safe_load(ID_ROLES_FILE.read_text(encoding="utf-8")) or {"roles": {}, "default": "record"}
     return cfg
 
 
@@ -67,30 +76,37 @@ class Generator:
     cfg: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from faker import Faker
-
         self.cfg = self.cfg or load_settings(self.target)
-        locale = self.cfg["_locale"]
+        try:
+            self.locale = engine.load_locale(self.target, strict=True)
+        except LocaleDataError as err:
+            raise FileNotFoundError(str(err)) from None
         self.rng = random.Random(self.seed)
-        self.faker = Faker(locale.get("faker_locale", "en_US"))
-        self.faker.seed_instance(self.seed)
         self.casing = parse_casing(self.casing, self.cfg.get("casing"))
         if self.one_casing_per_record is None:
             self.one_casing_per_record = bool(self.cfg.get("one_casing_per_record", False))
         if self.unique_names is None:
             self.unique_names = bool(self.cfg.get("unique_names", True))
         self.sampler = CasingSampler(self.casing, self.rng, self.one_casing_per_record)
-        self.names = NameGenerator(self.faker, self.rng, int(locale.get("surnames_per_name", 1)), self.unique_names, self.cfg.get("person"))
-        self.data = contacts.LocaleData.load(DATA_DIR / self.target, self.cfg)
-        self.stats: dict[str, Counter] = {"labels": Counter(), "casing": Counter(), "id_kinds": Counter(), "id_validated": Counter()}
+        self.names = engine.NameGenerator(self.locale, self.rng, self.unique_names, self.cfg.get("person"))
+        self.years = tuple((self.cfg.get("date") or {}).get("years", values.DEFAULT_YEARS))
+        self.age_range = tuple((self.cfg.get("age") or {}).get("range", (1, 99)))
+        self.target_ids = {validator_name(k) for k in ids.keys(self.locale.formats.get("identifiers") or [])}
+        self.stats: dict[str, Counter] = {"labels": Counter(), "casing": Counter(), "id_kinds": Counter(),
+                                          "id_validated": Counter(), "kinds": Counter()}
 
     # -- one value per entity -------------------------------------------------------------------
-    def _id_spec(self, attrs: dict[str, Any]) -> dict[str, Any]:
+    def _id_spec(self, attrs: dict[str, Any], shape: dict[str, Any]) -> dict[str, Any]:
+        """What identifier to draw: the same kind when the target has it (a DNI stays a DNI in a
+        Spanish corpus), else one of the target's kinds for the source's role (a DNI becomes a NIR)."""
+        id_kind = shape.get("id_kind")
+        if id_kind and validator_name(id_kind) in self.target_ids:
+            return {"kind": validator_name(id_kind)}
         roles_cfg = self.cfg["_id_roles"]
         role = None
-        for key in ("kind", "source_label"):
-            if attrs.get(key) in (roles_cfg.get("roles") or {}):
-                role = roles_cfg["roles"][attrs[key]]
+        for key in (attrs.get("kind"), attrs.get("source_label"), id_kind):
+            if key in (roles_cfg.get("roles") or {}):
+                role = roles_cfg["roles"][key]
                 break
         role_table = (self.cfg.get("ids") or {}).get("roles") or {}
         options = role_table.get(role or roles_cfg.get("default", "record")) or role_table.get("record")
@@ -98,45 +114,50 @@ class Generator:
             raise ValueError(f"languages/{self.target}/surrogates.yml: no `ids.roles.record` entry")
         return self.rng.choices(options, [float(o.get("weight", 1)) for o in options])[0]
 
-    def value(self, label: str, entry: dict[str, Any], persons: dict[str, Person], record_persons: list[Person]) -> tuple[str, dict[str, Any]]:
+    @staticmethod
+    def _with_source_kind(shape: dict[str, Any], attrs: dict[str, Any]) -> dict[str, Any]:
+        """The kind a source corpus label gives (MEDDOCAN's PAIS, HOSPITAL...), where the text
+        alone did not tell it."""
+        hint = (common().get("source_labels") or {}).get(attrs.get("source_label"))
+        if hint and shape.get("kind_from", "default") == "default":
+            return {**shape, "kind": hint, "kind_from": "source_label"}
+        return shape
+
+    def value(self, label: str, entry: dict[str, Any], persons: dict[str, engine.Person], record_persons: list[engine.Person]) -> tuple[str, dict[str, Any]]:
         """(surface in Title/natural case, span attributes) for one entity."""
         shape = entry.get("shape") or {}
-        rng, cfg = self.rng, self.cfg
+        attrs = entry.get("attrs") or {}
+        rng, locale = self.rng, self.locale
         if label == "PERSON":
             raise AssertionError("persons are drawn by person_value")
         if label == "DATE":
-            kind = str((entry.get("attrs") or {}).get("kind", "")) or None
-            return dates.date_surrogate(rng, cfg["date"], shape, self._anchor, kind), {}
-        if label == "AGE":
-            return dates.age_surrogate(rng, cfg["age"], shape), {}
-        if label == "PHONE":
-            return contacts.phone(rng, cfg["phone"], shape), {}
-        if label == "EMAIL":
-            if record_persons and rng.random() < 0.7:
-                person = record_persons[0]
-                return contacts.email(rng, cfg["email"], person.given[0], person.surnames[0]), {}
-            return contacts.email(rng, cfg["email"], self.faker.first_name(), self.faker.last_name()), {}
-        if label == "URL":
-            return contacts.url(rng, cfg["url"], rng.choice([self.faker.last_name(), rng.choice(self.data.cities)[0]])), {}
-        if label == "IP":
-            return contacts.ip(rng, cfg.get("ip") or {}), {}
-        if label == "ADDRESS":
-            return contacts.address(rng, cfg["address"], self.data), {}
-        if label == "LOCATION":
-            return contacts.location(rng, self.data, shape), {}
-        if label == "ORGANIZATION":
-            return contacts.organization(rng, self.data, self.faker.last_name()), {}
-        if label == "PROFESSION":
-            return contacts.profession(rng, self.data), {}
+            day = dates.record_date(rng, self._anchor, str(attrs.get("kind", "")) or None)
+            return dates.draw_date(rng, locale, shape, day), {}
         if label == "ID":
-            value, kind, validated = ids.generate_id(rng, self._id_spec(entry.get("attrs") or {}))
+            value, kind, validated = generate_id(rng, self._id_spec(attrs, shape))
             self.stats["id_kinds"][kind] += 1
             if validated:
                 self.stats["id_validated"][kind] += 1
             return value, {"id_kind": kind, **({"validated": True} if validated else {})}
-        raise SurrogateError("unknown_label", f"no surrogate generator for label {label}")
+        if label in CASED:  # written in the casing of the original ("PAÍS: ESPAÑA" -> "PAYS : BELGIQUE")
+            casing = str(shape.get("casing", "title"))
+            extra: dict[str, Any] = {}
+            if label in ("LOCATION", "ORGANIZATION"):
+                shape = self._with_source_kind(shape, attrs)
+                kind = values.kind_of(label, shape)
+                self.stats["kinds"][f"{label}:{kind}"] += 1
+                extra["kind"] = kind
+            return apply_casing(values.surrogate_for(label, shape, rng, locale), casing), extra
+        person = None
+        if label == "EMAIL" and record_persons and rng.random() < 0.7:
+            person = (record_persons[0].given[0], record_persons[0].surnames[0])
+        try:
+            return values.surrogate_for(label, shape, rng, locale, age_range=self.age_range, person=person,
+                                        private_ip_share=float((self.cfg.get("ip") or {}).get("private_share", 0.5))), {}
+        except ValueError:
+            raise SurrogateError("unknown_label", f"no surrogate generator for label {label}") from None
 
-    def person_value(self, term: str, entry: dict[str, Any], persons: dict[str, Person]) -> str:
+    def person_value(self, term: str, entry: dict[str, Any], persons: dict[str, engine.Person]) -> str:
         shape = entry.get("shape") or {}
         link = entry.get("link")
         if link and link in persons:
@@ -158,27 +179,27 @@ class Generator:
             raise SurrogateError("placeholder_" + sorted(problems.values())[0], f"{where}: record {record.id!r}: {len(problems)} placeholder(s) not found intact")
         self.sampler.new_record()
         # One anchor date per record (its stay), so the dates of a record stay coherent.
-        self._anchor = dates.random_date(self.rng, tuple(self.cfg["date"].get("years", (1995, 2024))))
-        persons: dict[str, Person] = {}
-        values: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._anchor = dates.random_date(self.rng, self.years)
+        persons: dict[str, engine.Person] = {}
+        chosen: dict[str, tuple[str, dict[str, Any]]] = {}
         # Full names first, so a linked partial mention ("García") reuses its person's surname.
         order = sorted(terms, key=lambda t: (terms[t]["label"] != "PERSON", "link" in terms[t]))
         for term in order:
             entry = terms[term]
             if entry["label"] == "PERSON":
-                values[term] = (self.person_value(term, entry, persons), {})
+                chosen[term] = (self.person_value(term, entry, persons), {})
         record_persons = list(persons.values())
         for term in order:
             entry = terms[term]
             if entry["label"] != "PERSON":
-                values[term] = self.value(entry["label"], entry, persons, record_persons)
+                chosen[term] = self.value(entry["label"], entry, persons, record_persons)
         pieces: list[str] = []
         new_spans: list[Span] = []
         cursor = 0
         length = 0
         for span in spans:
             term = span.attrs["placeholder"]
-            surface, attrs = values[term]
+            surface, attrs = chosen[term]
             attrs = dict(attrs)
             if span.label == "PERSON":
                 style = self.sampler.draw()
@@ -204,7 +225,7 @@ class Generator:
         # Verify before keeping: each span is exactly the surrogate written there, boundaries are clean.
         for span, source_span in zip(new_spans, spans):
             term = source_span.attrs["placeholder"]
-            surface = values[term][0]
+            surface = chosen[term][0]
             lead, tail = trim_span(surface, 0, len(surface))
             got = text[span.start : span.end]
             if got.casefold() != surface[lead:tail].casefold():
@@ -254,6 +275,7 @@ def surrogate_records(
         "name_collisions_redrawn": gen.names.collisions,
         "id_kinds": dict(gen.stats["id_kinds"]),
         "id_validated": dict(gen.stats["id_validated"]),
+        "kinds": dict(gen.stats["kinds"]),
     }
     return kept, report
 

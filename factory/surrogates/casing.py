@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Mapping
 
-STYLES = ("title", "upper", "lower")
+from ..runtime.surrogates.forms import CASINGS as STYLES
 
 
 def parse_casing(spec: str | Mapping[str, float] | None, default: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -38,15 +38,6 @@ def parse_casing(spec: str | Mapping[str, float] | None, default: Mapping[str, f
         raise ValueError("casing shares must be >= 0 and not all zero")
     total = sum(dist.values())
     return {k: dist.get(k, 0.0) / total for k in STYLES}
-
-
-def apply_casing(text: str, style: str) -> str:
-    """Write a name (generated in Title case) in the given style."""
-    if style == "upper":
-        return text.upper()
-    if style == "lower":
-        return text.lower()
-    return text
 
 
 class CasingSampler:

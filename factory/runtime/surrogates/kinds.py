@@ -1,0 +1,121 @@
+"""The kind and form of a PHI string, kept without the string: `describe(label, text, locale)`.
+
+The shape says what a surrogate must be to replace the string faithfully: a LOCATION is a country,
+a region (province, state...), a city, a postal code or a postal code with its town; an
+ORGANIZATION a hospital, a health centre, a university, a company or another institution; a DATE
+has its parts (full, day-month, month-year, year, weekday); a PERSON its number of words, casing,
+initials and sex; a PHONE its country calling code. What tells the kind is the locale's data
+(gazetteers, trigger words before the span, keywords inside it). The placeholder stage stores the
+shape in place of the original (training); redaction computes it on the spot. A shape holds counts,
+flags and kind names only, never the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .. import ids
+from .dates import date_parts
+from .forms import casing_of
+from .locale import Locale, common, contains, ends_with, folded_words
+from .names import sex_of
+
+_WORD = re.compile(r"\w+")
+
+
+def location_kind(text: str, locale: Locale, context: str = "") -> tuple[str, str]:
+    """(kind, what told it): postal code by its form, then the words before the span ("País:"),
+    then the gazetteers; a place nothing tells is a city."""
+    stripped = text.strip()
+    words = folded_words(stripped)
+    if locale.postal_code.match(stripped) or (stripped.isdigit() and len(stripped) >= 4):
+        return "postal_code", "form"
+    first = stripped.split()[0] if stripped.split() else ""
+    if any(c.isdigit() for c in first) and len(words) > 1 and locale.postal_code.match(first):
+        return "postal_city", "form"
+    before = folded_words(context)[-4:]
+    for kind, phrases in (locale.triggers.get("location") or {}).items():
+        if ends_with(before, phrases):
+            return kind, "trigger"
+    if words in locale.gazetteer:
+        return locale.gazetteer[words], "gazetteer"
+    return "city", "default"
+
+
+def organization_kind(text: str, locale: Locale) -> tuple[str, str]:
+    """(kind, what told it): the first kind of the locale whose keywords occur in the name."""
+    words = folded_words(text)
+    for kind, phrases in (locale.triggers.get("organization") or {}).items():
+        if contains(words, phrases):
+            return kind, "keyword"
+    return common()["kinds"]["ORGANIZATION"][0], "default"
+
+
+def calling_code(text: str) -> str | None:
+    """The country calling code a phone number starts with ('+34 ...', '0034 ...'), else None."""
+    s = text.strip()
+    if s.startswith("+"):
+        digits = re.sub(r"\D", "", s[1:])
+    elif s.startswith("00"):
+        digits = re.sub(r"\D", "", s[2:])
+    else:
+        return None
+    codes = set(common()["calling_codes"])
+    for n in (3, 2, 1):
+        if digits[:n] in codes:
+            return digits[:n]
+    return digits[:2] or None
+
+
+def describe(label: str, text: str, locale: Locale, context: str = "") -> dict[str, Any]:
+    """The shape of a PHI string of `label` written in `locale` (`context`: the text just before
+    it, read for trigger words and titles, never kept)."""
+    words = _WORD.findall(text)
+    digits = sum(c.isdigit() for c in text)
+    letters = sum(c.isalpha() for c in text)
+    if label == "PERSON":
+        shape: dict[str, Any] = {"words": len(words), "casing": casing_of(text),
+                                 "initials": sum(1 for w in words if len(w) == 1)}
+        sex = sex_of(text, locale, context)
+        if sex:
+            shape["sex"] = sex
+        return shape
+    if label == "DATE":
+        return date_parts(text, locale)
+    if label == "AGE":
+        return {"unit": letters > 0, "digits": digits}
+    if label == "PHONE":
+        code = calling_code(text)
+        shape = {"international": code is not None, "digits": digits}
+        if code is not None:
+            # the locale's own code becomes the target's own code; a foreign one is kept
+            shape["calling_code"] = "own" if code == locale.calling_code else code
+        return shape
+    if label == "ID":
+        shape = {"digits": digits, "letters": letters}
+        identifier = ids.identify(text, ids.keys(locale.formats.get("identifiers") or []))
+        if identifier is not None:
+            shape["id_kind"] = identifier.key
+        return shape
+    if label == "LOCATION":
+        kind, source = location_kind(text, locale, context)
+        return {"kind": kind, "kind_from": source, "words": len(words), "digits": digits, "casing": casing_of(text)}
+    if label == "ORGANIZATION":
+        kind, source = organization_kind(text, locale)
+        return {"kind": kind, "kind_from": source, "words": len(words), "digits": digits, "casing": casing_of(text)}
+    if label == "ADDRESS":
+        return {**address_shape(text, locale), "casing": casing_of(text)}
+    if label == "PROFESSION":
+        return {"words": len(words), "casing": casing_of(text)}
+    return {}
+
+
+def address_shape(text: str, locale: Locale) -> dict[str, Any]:
+    """A street address: whether it has a house number, and whether a postal code (with its town)
+    follows the street."""
+    words = _WORD.findall(text)
+    postal = [w for w in words if locale.postal_code.match(w)]
+    numbers = [w for w in words if w.isdigit() and w not in postal]
+    return {"number": bool(numbers), "locality": bool(postal), "words": len(words),
+            "digits": sum(c.isdigit() for c in text)}
