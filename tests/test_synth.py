@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shutil
 from collections import Counter
@@ -342,3 +343,112 @@ def test_the_synthetic_corpus_enters_through_the_reader_only(tmp_path):
     assert (tmp_path / "synth.jsonl").read_bytes() == (tmp_path / "extract.jsonl").read_bytes()
     assert [r.to_dict() for r in read_records(tmp_path / "extract.jsonl")] == read
     assert summary["records"] == rep["synth"]["records"] == rep["records_written"] == 12 and summary["seed"] == 4
+
+
+# ----------------------------------------------------------------------------- the French corpus (corpora/synth/fr)
+FR_DOC_TYPES = {"crh", "consultation", "courrier", "lettre_liaison", "operatoire", "imagerie", "ordonnance", "urgences", "biologie"}
+FR_MONTHS = "janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre|janv|févr|avr|juil|sept|oct|nov|déc"
+# A span's value, as the French conventions write it (corpora/eval/fr/README.md "Annotation conventions");
+# headers printed all in capitals write ages, e-mail addresses and URLs in capitals too.
+FR_VALUE = {
+    # given name(s) and surname(s), titles outside: letters, spaces, hyphens, apostrophes
+    "PERSON": re.compile(r"(?!(?:Dr|Pr|M|Mme|Mlle|Madame|Monsieur|Docteur|Professeur)\b)[^\W\d_]+(?:[ '’-]+[^\W\d_]+)*"),
+    # number + unit ("72 ans", "77a", "8 mois"), or in words ("soixante-dix-huit ans")
+    "AGE": re.compile(r"\d{1,3} ?(?:ans|a|mois)|[a-zé]+(?:[ -][a-zé]+)* ans", re.I),
+    # a town (with its CEDEX), a region or country, a postal code, a département number
+    "LOCATION": re.compile(r"\d{5}|\d{2,3}|2[AB]|[^\W\d_][^\d]*?(?: (?:CEDEX|Cedex)(?: \d{1,2})?)?"),
+    "EMAIL": re.compile(r"[a-z0-9._-]+@[a-z0-9.-]+\.[a-z]{2,}", re.I),
+    "URL": re.compile(r"(?:https?://)?(?:www\.)?[a-z0-9.-]+\.[a-z]{2,}(?:/[\w./-]*)?", re.I),
+    # ten digits (0X XX XX XX XX in any spacing) or +33 / 0033 and nine digits
+    "PHONE": re.compile(r"(?:0|\+33 ?(?:\(0\))?|0033 ?)[\d .()-]+"),
+}
+
+
+@pytest.fixture(scope="module")
+def fr_corpus():
+    data = SynthData.load("fr")
+    return data, list(generate_records(200, 13, "fr", data))
+
+
+def test_french_corpus_loads_and_covers_every_label_and_document_type(fr_corpus):
+    data, records = fr_corpus
+    assert {d["name"] for d in data.sections["documents"]} == FR_DOC_TYPES
+    assert data.faker_locale == "fr_FR" and data.template_count() >= 800
+    rep = corpus_report(records, data, "fr")
+    assert rep["records"] == rep["distinct_texts"] == 200
+    assert [r.id for r in records][:2] == ["synth-fr-13-000000", "synth-fr-13-000001"] and {r.lang for r in records} == {"fr"}
+    assert set(rep["phi_per_label"]) == LABELS, rep["phi_per_label"]
+    assert set(rep["doc_types"]) == FR_DOC_TYPES, rep["doc_types"]
+    assert set(rep["header_layouts"]) == {l["name"] for l in data.header["layouts"]}
+    assert rep["distinct_templates_used"] >= 0.85 * data.template_count()
+    uses = Counter(t for r in records for t in r.meta["templates"])
+    assert max(uses.values()) < 0.5 * len(records)  # no sentence the model could learn by heart
+
+
+def test_french_corpus_is_deterministic_for_a_seed():
+    a = [r.to_dict() for r in generate_records(30, 7, "fr")]
+    assert a == [r.to_dict() for r in generate_records(30, 7, "fr")]
+    assert [r["text"] for r in a] != [r.text for r in generate_records(30, 8, "fr")]
+
+
+def test_french_spans_are_exact_and_follow_the_conventions(fr_corpus):
+    """Every span is its text slice, trimmed, on one line, with a canonical label, and its value is
+    what the label's convention says (no title in a PERSON, no preposition in an ORGANIZATION or
+    LOCATION, CEDEX inside the town); every occurrence of a name, number or address of the note is
+    inside a span (a value written again as context would be a PHI leak of the gold standard)."""
+    _, records = fr_corpus
+    for r in records:
+        validate_record(r)  # offsets inside the text, trimmed, no overlaps, canonical labels
+        assert not re.search(r"[\[\]{}<>]|\.\.", r.text), r.id  # no template syntax left
+        covered = [(s.start, s.end) for s in r.spans]
+        for s in r.spans:
+            value, where = r.text[s.start:s.end], (r.id, s.start, s.label)
+            assert "\n" not in value, where
+            if s.label in FR_VALUE:
+                assert FR_VALUE[s.label].fullmatch(value), where
+            if s.label == "DATE":
+                assert re.search(rf"\d|{FR_MONTHS}", value, re.I) and not re.match(r"(?i)(le|du|au|en|depuis)\b", value), where
+            elif s.label in ("ORGANIZATION", "LOCATION"):
+                assert not re.match(r"(?:au|aux|à|du|de|des|chez|la|le|l')\b", value), where
+            elif s.label == "ADDRESS":
+                assert re.search(r"\d|Lieu-dit|Hameau|Bourg|Ferme", value), where
+            elif s.label == "IP":
+                assert ipaddress.ip_address(value), where
+            if s.label in ("PERSON", "ID", "PHONE", "EMAIL", "ADDRESS") and (s.label != "PERSON" or " " in value):
+                for m in re.finditer(re.escape(value), r.text):
+                    assert any(a <= m.start() and m.end() <= b for a, b in covered), (r.id, m.start(), s.label, "outside a span")
+
+
+def test_french_identifiers_pass_their_check_digits(fr_corpus):
+    """The identifiers with check digits (NIR, RPPS, ADELI, FINESS, SIRET, IBAN) come from the
+    runtime.ids registry, in every layout formats.yml gives them, and pass the packs' validators."""
+    from deid_factory.runtime import ids
+    from deid_factory.runtime.validators import validator_name
+
+    data, records = fr_corpus
+    registry = {name: spec["kind"] for name, spec in data.formats["ids"].items() if spec["kind"] != "shape"}
+    assert set(registry.values()) == {"fr.nir", "fr.rpps", "fr.adeli", "fr.finess", "fr.siret", "fr.iban"}
+    seen = Counter()
+    for r in records:
+        for s in r.spans:
+            key = registry.get(s.attrs.get("kind"))
+            if s.label == "ID" and key:
+                value = r.text[s.start:s.end]
+                assert ids.get(key).is_valid(value), f"{r.id} [{s.start},{s.end}) {key} fails its check digits"
+                validator = "iban" if key == "fr.iban" else validator_name(key)
+                assert VALIDATORS[validator](value), f"{r.id} [{s.start},{s.end}) {key} fails validator {validator}"
+                seen[key] += 1
+    assert all(seen[k] >= 3 for k in registry.values()), seen
+
+
+def test_french_patient_is_one_person_with_one_age(fr_corpus):
+    """Within a note the patient keeps one name and one age, however each mention writes it (given
+    name first or surname first, any casing; a married woman also under her birth name)."""
+    _, records = fr_corpus
+    for r in records:
+        ages = {int(m.group()) for s in r.spans if s.label == "AGE" and s.attrs.get("kind") == "patient"
+                and "mois" not in r.text[s.start:s.end] for m in [re.match(r"\d+", r.text[s.start:s.end])] if m}
+        assert len(ages) <= 1, r.id
+        names = {frozenset(r.text[s.start:s.end].lower().split()) for s in r.spans
+                 if s.label == "PERSON" and s.attrs.get("kind") == "patient" and " " in r.text[s.start:s.end]}
+        assert len(names) <= 2 and (not names or frozenset.intersection(*names)), r.id  # one given name, one or two surnames
