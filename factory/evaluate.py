@@ -105,8 +105,11 @@ def _covered(token: tuple[int, int], pred: Sequence[SpanT]) -> bool:
 
 
 def leak_scores(texts: Sequence[str], gold_docs: Sequence[Iterable[SpanT]], pred_docs: Sequence[Iterable[SpanT]]) -> dict:
-    """token_recall and docs_fully_redacted (labels ignored)."""
-    n_tok = n_cov = full = 0
+    """token_recall, token_precision and docs_fully_redacted (labels ignored).
+
+    token_precision: share of the word tokens a system redacts (any character covered) that are
+    PHI tokens: the cost of over-redaction, the other side of the recall knob."""
+    n_tok = n_cov = full = n_red = n_red_phi = 0
     for text, gold, pred in zip(texts, gold_docs, pred_docs):
         pred = list(pred)
         toks = gold_tokens(text, gold)
@@ -114,9 +117,15 @@ def leak_scores(texts: Sequence[str], gold_docs: Sequence[Iterable[SpanT]], pred
         n_tok += len(toks)
         n_cov += covered
         full += covered == len(toks)
+        redacted = gold_tokens(text, pred)  # word tokens inside the predicted spans
+        phi = set(toks)
+        n_red += len(redacted)
+        n_red_phi += sum(1 for t in redacted if t in phi)
     return {
         "token_recall": round(n_cov / n_tok, 4) if n_tok else 1.0,
+        "token_precision": round(n_red_phi / n_red, 4) if n_red else 1.0,
         "gold_tokens": n_tok,
+        "redacted_tokens": n_red,
         "docs_fully_redacted": round(full / len(texts), 4) if texts else 0.0,
         "docs": len(texts),
     }
@@ -186,6 +195,43 @@ def score_corpus(nlp, data: list[tuple[str, str, list[SpanT]]], batch_size: int 
     }
 
 
+# The component whose `o_bias` trades precision for recall (runtime/biluo_tagger.py).
+RECALL_KNOB = "deid_tagger"
+O_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0)
+
+
+def recall_curve(nlp, data: list[tuple[str, str, list[SpanT]]], biases: Sequence[float] = O_BIASES,
+                 batch_size: int = 16) -> list[dict]:
+    """Precision/recall of the combined pipeline for each `o_bias` of the tagger: the higher the
+    bias, the more tokens the tagger is unsure about become PHI (inverse de-identification)."""
+    tagger = nlp.get_pipe(RECALL_KNOB)
+    saved = tagger.o_bias
+    texts = [t for _, t, _ in data]
+    gold = [g for _, _, g in data]
+    rows = []
+    try:
+        for bias in biases:
+            tagger.o_bias = float(bias)
+            pred = predict(nlp, texts, batch_size=batch_size)["combined"]
+            leak = leak_scores(texts, gold, pred)
+            strict = entity_scores(gold, pred, "strict")["micro"]
+            rows.append({"o_bias": bias, "token_recall": leak["token_recall"], "token_precision": leak["token_precision"],
+                         "redacted_tokens": leak["redacted_tokens"],
+                         "docs_fully_redacted": leak["docs_fully_redacted"], "strict_p": strict["p"], "strict_r": strict["r"],
+                         "strict_f": strict["f"]})
+    finally:
+        tagger.o_bias = saved
+    return rows
+
+
+def recall_preset(curve: list[dict], target: float = 0.99) -> dict | None:
+    """The smallest o_bias of a curve whose token recall reaches `target` (None if none does)."""
+    for row in sorted(curve, key=lambda r: r["o_bias"]):
+        if row["token_recall"] >= target:
+            return row
+    return None
+
+
 def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Path,
                       training_dir: str | Path | None = None, lang: str | None = None,
                       label_map: str | None = None, batch_size: int = 16,
@@ -212,6 +258,10 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     metrics = {"pipeline": str(pipeline), "corpus": str(corpus), **score_corpus(nlp, data, batch_size)}
     if extra:
         metrics["also"] = [{"corpus": str(path), **score_corpus(nlp, d, batch_size)} for path, d in extra]
+    if RECALL_KNOB in nlp.pipe_names:
+        # the curve is drawn on the real corpus when there is one (what the preset is chosen on)
+        for scored, d in [(metrics, data)] + [(m, d) for m, (_, d) in zip(metrics.get("also", []), extra)]:
+            scored["recall_curve"] = recall_curve(nlp, d, batch_size=batch_size)
     curve = []
     if training_dir is not None:
         from .train import read_training_log
@@ -273,6 +323,16 @@ def _corpus_section(metrics: dict) -> list[str]:
                      f"| {_pct(ov)} | {_pct(ner)} | {_pct(rx)} |")
     tp = metrics.get("throughput", {})
     lines += ["", f"Throughput: {tp.get('docs_per_s')} docs/s, {tp.get('words_per_s')} words/s."]
+    if metrics.get("recall_curve"):
+        lines += ["", "Recall knob (`deid_tagger` o_bias; combined pipeline):", "",
+                  "| o_bias | token recall | token precision | docs fully redacted | strict P | strict R | strict F1 |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in metrics["recall_curve"]:
+            lines.append(f"| {row['o_bias']} | {_pct(row['token_recall'])} | {_pct(row['token_precision'])} "
+                         f"| {_pct(row['docs_fully_redacted'])} | {_pct(row['strict_p'])} | {_pct(row['strict_r'])} | {_pct(row['strict_f'])} |")
+        preset = recall_preset(metrics["recall_curve"])
+        lines += ["", f"Token recall >= 99 %: o_bias {preset['o_bias']} (token precision {_pct(preset['token_precision'])})."
+                  if preset else "Token recall >= 99 %: not reached on this curve."]
     return lines
 
 
@@ -316,6 +376,22 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
         _savefig(fig, out_dir / "per_label_f1.png")
         plt.close(fig)
         plots["Per-label F1"] = "per_label_f1.png"
+    curves = [(m["corpus"], m["recall_curve"]) for m in [metrics, *metrics.get("also", [])] if m.get("recall_curve")]
+    if curves:
+        fig, ax = plt.subplots(figsize=(5, 4))
+        for name, rows in curves:
+            ax.plot([100 * r["token_recall"] for r in rows], [100 * r["token_precision"] for r in rows], marker="o",
+                    label=Path(name).name)
+            for r in rows:
+                ax.annotate(str(r["o_bias"]), (100 * r["token_recall"], 100 * r["token_precision"]), fontsize=7)
+        ax.set_xlabel("token recall (%)")
+        ax.set_ylabel("token precision (%)")
+        ax.set_title("Recall knob (o_bias)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        _savefig(fig, out_dir / "recall_curve.png")
+        plt.close(fig)
+        plots["Recall knob"] = "recall_curve.png"
     return plots
 
 

@@ -42,8 +42,9 @@ def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
     return ctx
 
 
-def render_config(lang: str, languages_dir: Path = LANGUAGES) -> str:
-    return _env().get_template("config.cfg.j2").render(**language_context(lang, languages_dir))
+def render_config(lang: str, languages_dir: Path = LANGUAGES, **overrides) -> str:
+    """The training config of a language; `overrides` replace locale/default values (e.g. ner_model)."""
+    return _env().get_template("config.cfg.j2").render(**{**language_context(lang, languages_dir), **overrides})
 
 
 def render_project(lang: str, languages_dir: Path = LANGUAGES) -> str:

@@ -137,6 +137,22 @@ def train_pipeline(tmp_path_factory, train_model) -> Path:
 
 
 @pytest.fixture(scope="session")
+def train_tagger_pipeline(tmp_path_factory, train_corpus) -> Path:
+    """deid_es with the BILUO tagger (deid_tagger) instead of the transition-based NER, tiny."""
+    from deid_factory.package import assemble_pipeline
+    from deid_factory.render import render_config
+    from deid_factory.train import train_model as run_training
+
+    root = tmp_path_factory.mktemp("train_tagger")
+    config = root / "config.cfg"
+    config.write_text(render_config("es", ner_model="tagger"), encoding="utf-8")
+    run_training(train_corpus / "train.spacy", train_corpus / "dev.spacy", config, root / "model",
+                 gpu_id=-1, max_epochs=8, patience=8, seed=0)
+    assemble_pipeline(root / "model" / "model-best", "es", root / "deid_es")
+    return root / "deid_es"
+
+
+@pytest.fixture(scope="session")
 def train_wheel(tmp_path_factory, train_pipeline) -> Path:
     """The deid_es wheel built from the tiny pipeline (spacy package + pip wheel)."""
     from deid_factory.package import package_pipeline

@@ -114,5 +114,5 @@ def test_tagger_round_trips_through_disk(tmp_path):
     pipeline.to_disk(tmp_path / "p")
     loaded = spacy.load(tmp_path / "p")
     tagger2 = loaded.get_pipe("deid_tagger")
-    assert tagger2.labels == t.labels and tagger2.cfg["o_bias"] == 1.25
+    assert tagger2.labels == t.labels and tagger2.o_bias == 1.25
     assert isinstance(loaded("Paciente estable.").ents, tuple)

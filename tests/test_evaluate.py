@@ -75,11 +75,54 @@ def test_evaluate_pipeline_writes_metrics_report_and_plots(train_pipeline, train
     # the tiny model plus the es pack find most PHI in unseen synthetic records
     assert comb["overlap"]["micro"]["f"] > 0.6
     assert comb["token_recall"] >= saved["systems"]["regex"]["token_recall"]
+    # the NER alone, not the pack, must have learned: an untrained NER scores 0 on both
+    ner = saved["systems"]["ner"]["strict"]
+    assert ner["micro"]["f"] > 0.8  # 0.92 when written
+    assert ner["per_label"]["PERSON"]["f"] > 0.8  # 1.0 when written
     assert "PERSON" in (out / "report.md").read_text()
     # JSONL gold gives the same documents as the DocBin
     m2 = evaluate_pipeline(train_pipeline, train_corpus / "test.jsonl", tmp_path / "m2")
     assert m2["docs"] == metrics["docs"]
     assert m2["systems"]["combined"]["strict"]["micro"]["n_gold"] == comb["strict"]["micro"]["n_gold"]
+
+
+def test_token_precision_counts_over_redaction():
+    text = "Ana Pérez vino el lunes con dolor."
+    gold = [(0, 9, "PERSON")]
+    s = leak_scores([text], [gold], [[(0, 9, "PERSON"), (18, 23, "DATE"), (28, 33, "PERSON")]])
+    assert s["token_recall"] == 1.0 and s["token_precision"] == pytest.approx(2 / 4)
+
+
+def test_tagger_pipeline_gets_a_recall_curve(train_tagger_pipeline, train_corpus, tmp_path):
+    """The o_bias knob of deid_tagger: the curve is in metrics.json, report.md and a plot; raising
+    the bias redacts more tokens and never lowers token recall."""
+    import spacy
+
+    from deid_factory.evaluate import evaluate_pipeline, recall_preset
+
+    metrics = evaluate_pipeline(train_tagger_pipeline, train_corpus / "test.spacy", tmp_path / "m",
+                                also=[train_corpus / "test.jsonl"])
+    curve = metrics["recall_curve"]
+    assert [r["o_bias"] for r in curve][:2] == [0.0, 0.5] and len(curve) >= 5
+    recalls = [r["token_recall"] for r in curve]
+    assert all(b >= a for a, b in zip(recalls, recalls[1:]))
+    assert all(b["redacted_tokens"] >= a["redacted_tokens"] for a, b in zip(curve, curve[1:]))
+    # the tiny tagger is so sure of its O tags that the default biases change little; a large one
+    # turns every token it is not certain about into PHI
+    from deid_factory.evaluate import load_corpus, recall_curve
+
+    nlp = spacy.load(train_tagger_pipeline)
+    far = recall_curve(nlp, load_corpus(train_corpus / "test.jsonl"), biases=(0.0, 30.0))
+    assert far[1]["redacted_tokens"] > 1.5 * far[0]["redacted_tokens"]  # 351 vs 185 when written
+    assert far[1]["token_recall"] >= far[0]["token_recall"]
+    assert curve[-1]["token_precision"] <= curve[0]["token_precision"]
+    assert metrics["also"][0]["recall_curve"]
+    assert (tmp_path / "m" / "recall_curve.png").stat().st_size > 0
+    assert "Recall knob" in (tmp_path / "m" / "report.md").read_text()
+    assert recall_preset(curve, target=recalls[-1])["o_bias"] <= curve[-1]["o_bias"]
+    # the knob is a plain config value of the loaded pipeline, and evaluation leaves it as it was
+    nlp = spacy.load(train_tagger_pipeline, config={"components": {"deid_tagger": {"o_bias": 4.0}}})
+    assert nlp.get_pipe("deid_tagger").o_bias == 4.0
 
 
 def test_brat_folder_is_read_with_a_label_map(tmp_path):

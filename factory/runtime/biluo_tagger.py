@@ -74,7 +74,9 @@ class BiluoTagger(Tagger):
     def __init__(self, vocab, model: Model, name: str = "deid_tagger", *, o_bias: float = 0.0,
                  scorer: Callable | None = _ner_scorer):
         super().__init__(vocab, model, name, overwrite=False, scorer=scorer)
-        self.cfg["o_bias"] = float(o_bias)
+        # an attribute, not part of self.cfg: from_disk replaces cfg with the saved one, and the
+        # knob must follow the pipeline's config (spacy.load(..., config={...}) overrides it)
+        self.o_bias = float(o_bias)
         self._transitions: numpy.ndarray | None = None
 
     # -- labels and the BILUO grammar -----------------------------------------------------------
@@ -134,7 +136,7 @@ class BiluoTagger(Tagger):
         if n_tokens == 0:
             return []
         scores = numpy.log(numpy.clip(probs, 1e-12, 1.0))
-        bias = self.cfg["o_bias"] if o_bias is None else o_bias
+        bias = self.o_bias if o_bias is None else o_bias
         if bias:
             scores[:, self.labels.index(OUTSIDE)] -= bias
         trans, start, end = self._grammar()
