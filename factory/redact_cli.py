@@ -219,13 +219,12 @@ def _brat_ann(text: str, spans: list[tuple[int, int, str]], shift: int) -> str:
 
 
 class _JsonlOutput:
-    """Rows go to OUT.partial as documents finish (gathered for at most a second, then appended and
-    fsynced together: a killed run keeps every row but the last second's), and OUT.partial becomes
-    OUT when the run ends. A failed run leaves an earlier OUT as it was, and its finished rows,
-    complete lines only, in OUT.partial (replaced by the next run)."""
+    """Rows go to OUT.partial as documents finish, each in one write (a killed process keeps every
+    finished row; the disk is synced at most once a second, which costs ~3 ms here), and
+    OUT.partial becomes OUT when the run ends. A failed run leaves an earlier OUT as it was, and
+    its finished rows, complete lines only, in OUT.partial (replaced by the next run)."""
 
-    FLUSH_SECONDS = 1.0
-    FLUSH_BYTES = 1 << 20
+    SYNC_SECONDS = 1.0
 
     def __init__(self, out: Path):
         self.out = out
@@ -235,38 +234,26 @@ class _JsonlOutput:
             self.handle = self.partial.open("w", encoding="utf-8")
         except OSError as err:
             raise OutputError(self.partial, err) from None
-        self.pending: list[str] = []
-        self.pending_bytes = 0
         self.rows = 0
-        self.last_flush = time.monotonic()
+        self.last_sync = time.monotonic()
 
     def write(self, row: dict) -> None:
-        line = srsly.json_dumps(row)
-        self.pending.append(line)
-        self.pending_bytes += len(line)
-        if self.pending_bytes >= self.FLUSH_BYTES or time.monotonic() - self.last_flush >= self.FLUSH_SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.pending:
-            append_line(self.handle, "\n".join(self.pending))  # all the lines or none of them
-            self.rows += len(self.pending)
-            self.pending, self.pending_bytes = [], 0
-        self.last_flush = time.monotonic()
+        sync = time.monotonic() - self.last_sync >= self.SYNC_SECONDS
+        append_line(self.handle, srsly.json_dumps(row), sync=sync)  # the whole line or nothing
+        self.rows += 1
+        if sync:
+            self.last_sync = time.monotonic()
 
     def commit(self) -> None:
-        self.flush()
-        self.handle.close()
         try:
+            os.fsync(self.handle.fileno())
+            self.handle.close()
             os.replace(self.partial, self.out)
         except OSError as err:
             raise OutputError(self.out, err) from None
 
     def abort(self) -> None:
-        try:
-            self.flush()
-        finally:
-            self.handle.close()
+        self.handle.close()
         log.error("run stopped: %s unchanged; the %d documents finished are in %s", self.out, self.rows, self.partial)
 
 
