@@ -60,7 +60,7 @@ def test_pack_test_asks_for_the_same_minimums_as_ci(cli_project):
     code, printed = factory(["pack-test", "it"], cwd=cli_project, env=_plain_env())
     # every starter case passes, but a starter pack is not a finished pack
     assert code == 1 and "0 failed" in printed
-    assert f"it: not finished: " in printed and f"need at least {MIN_CASES}" in printed
+    assert "it: not finished: " in printed and f"need at least {MIN_CASES}" in printed
     code, printed = factory(["pack-test", "fr"], env=_plain_env())
     assert code == 0 and "not finished" not in printed, printed
 
