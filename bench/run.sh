@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks on a fresh machine, after scripts/setup.sh (README: "Benchmarks"). Installs the peer
 # (Presidio) and the spaCy models it runs on, builds what the benchmarks measure when it is missing or
-# stale (weasel skips up-to-date steps), then runs bench_deid.py and bench_factory.py.
+# stale (weasel skips up-to-date steps), then runs bench_deid.py, bench_redact.py and bench_factory.py.
 #   BENCH_FR_RECORDS  records of the copy-model fr build (default 200)
 #   BENCH_SIZES       corpus sizes of the factory benchmark (default: its own, 250..4000)
 set -euo pipefail
@@ -37,4 +37,5 @@ else
 fi
 
 python bench/bench_deid.py --langs es,fr "${fr_project[@]}"
+python bench/bench_redact.py   # factory redact vs in-process nlp.pipe of deid_es, and one 10 MB single-line note
 python bench/bench_factory.py ${BENCH_SIZES:+--sizes "$BENCH_SIZES"}

@@ -3,9 +3,82 @@ annotated narratives in one source language. Stage modules, in the order a recor
 readers/ -> extract -> detect -> silver -> stats -> placeholders -> translate -> surrogates/
 -> train -> evaluate -> package; runtime/ holds what the deid_<lang> wheels carry."""
 
+import os
 from pathlib import Path
 
 __version__ = "0.1.0"
 
-# The repository root when running from a checkout (editable install); data folders live there.
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The project data the factory ships (regex_packs/, languages/, corpora/). A wheel carries copies
+# in deid_factory/shipped/ (pyproject.toml maps them there); a checkout is its own copy.
+SHIPPED_ROOT = PACKAGE_DIR / "shipped" if (PACKAGE_DIR / "shipped").is_dir() else PACKAGE_DIR.parent
+ROOT_ENV = "DEID_FACTORY_ROOT"  # set by `factory --root`; wins over the current folder
+PROJECT_MARKERS = ("languages", "regex_packs", "corpora")
+
+
+def is_project(folder: Path) -> bool:
+    """A deid-factory project: a folder with languages/, regex_packs/ and corpora/ (the layout of
+    this repository). A tree with some of them only (a test's copy of one language) is not one."""
+    return all((folder / name).is_dir() for name in PROJECT_MARKERS)
+
+
+def find_project_root(cwd: Path | None = None) -> Path:
+    """The project the commands work on: $DEID_FACTORY_ROOT (`factory --root`), else the current
+    folder or the nearest parent that is a project (commands of languages/<lc>/project.yml run
+    inside the project), else the data the factory ships. Never the checkout that happens to be
+    installed, unless that is where one works."""
+    explicit = os.environ.get(ROOT_ENV)
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    try:
+        here = (cwd or Path.cwd()).resolve()
+    except OSError:  # the current folder was removed under us
+        return SHIPPED_ROOT
+    for folder in (here, *here.parents):
+        if is_project(folder):
+            return folder
+    return SHIPPED_ROOT
+
+
+def use_project_root(path: str | Path) -> Path:
+    """Make `path` the project of this process (and of the processes it starts). Call it before the
+    stage modules are imported: they read PROJECT_ROOT once, at import (`factory --root` does)."""
+    global PROJECT_ROOT
+    root = Path(path).expanduser().resolve()
+    if not root.is_dir():
+        raise FileNotFoundError(f"--root {path}: no such folder")
+    os.environ[ROOT_ENV] = str(root)
+    PROJECT_ROOT = root
+    return root
+
+
+PROJECT_ROOT = find_project_root()
+
+
+def _root_argument(args: list[str]) -> str | None:
+    """The value of a global `--root PATH` / `--root=PATH`, given before the command name."""
+    for i, arg in enumerate(args):
+        if arg == "--root" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--root="):
+            return arg.split("=", 1)[1]
+        if not arg.startswith("-"):
+            return None  # the command name: what follows belongs to the command
+    return None
+
+
+def main() -> None:
+    """The `factory` console command. A `--root` is applied before the stage modules are imported
+    (they read PROJECT_ROOT at import), then the typer app runs."""
+    import sys
+
+    root = _root_argument(sys.argv[1:])
+    if root is not None:
+        try:
+            use_project_root(root)
+        except FileNotFoundError as err:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(1)
+    from .cli import app
+
+    app(prog_name="factory")

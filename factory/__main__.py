@@ -1,6 +1,6 @@
 """`python -m deid_factory ...` = the `factory` command; the spaCy projects use this form so they run
 with the interpreter weasel runs under, whether or not the virtual environment is activated."""
 
-from .cli import app
+from . import main
 
-app(prog_name="factory")
+main()

@@ -1,12 +1,28 @@
-"""The `factory` command: one typer app, one thin command per stage (each stage module owns its command)."""
+"""The `factory` command: one typer app, one thin command per stage (each stage module owns its command).
+
+Commands are listed in the order a language is built (typer keeps the order they are added in),
+grouped in help panels. The console script is `deid_factory.main`: it applies `--root` before
+this module imports the stages.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+from pathlib import Path
 
 import typer
 
 from .records import OutputError, RecordError
+
+BUILD = "Build a language (in pipeline order)"
+USE = "Use a pipeline"
+LOCALES = "Locales and regex packs"
+TESTING = "Test kits"
+# Help wraps at the terminal's width; written to a pipe or a file (no terminal), rich would wrap it
+# at 80 columns: use this width there instead (TERMINAL_WIDTH still overrides both).
+HELP_WIDTH_WITHOUT_TERMINAL = 120
 
 
 class FactoryApp(typer.Typer):
@@ -16,6 +32,10 @@ class FactoryApp(typer.Typer):
     record, never record text, so they are safe to print (and to keep in CI logs)."""
 
     def __call__(self, *args, **kwargs):
+        if not os.environ.get("TERMINAL_WIDTH"):
+            from typer import rich_utils
+
+            rich_utils.MAX_WIDTH = shutil.get_terminal_size((HELP_WIDTH_WITHOUT_TERMINAL, 24)).columns
         try:
             return super().__call__(*args, **kwargs)
         except (OutputError, RecordError, FileNotFoundError) as err:
@@ -23,57 +43,76 @@ class FactoryApp(typer.Typer):
             sys.exit(1)
 
 
-app = FactoryApp(help="Build deid_<lang> de-identification pipelines from annotated clinical narratives.", no_args_is_help=True)
-
-from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
-
-app.command("pack-test")(pack_test_command)
-app.command("scan")(scan_command)
-app.command("new-locale")(new_locale_command)
+app = FactoryApp(help="Build deid_<lang> de-identification pipelines from annotated clinical narratives, "
+                      "and redact documents with them.", no_args_is_help=True)
 
 
-from .train import train_command  # noqa: E402
-from .evaluate import evaluate_command  # noqa: E402
-from .package import assemble_command, install_command, package_command  # noqa: E402
-from .render import render_projects_command  # noqa: E402
+@app.callback()
+def _global_options(
+    root: Path = typer.Option(None, "--root", help="The project to work on (languages/, regex_packs/, corpora/). "
+                              "Default: the current folder or the nearest parent that is one, else the data "
+                              "the factory ships.", show_default=False),
+) -> None:
+    from . import PROJECT_ROOT as current  # what the stage modules were imported with
 
-app.command("train")(train_command)
-app.command("evaluate")(evaluate_command)
-app.command("assemble")(assemble_command)
-app.command("package")(package_command)
-app.command("install-wheel")(install_command)
-app.command("render-projects")(render_projects_command)
-
-from .redact_cli import redact_command  # noqa: E402
-
-app.command("redact")(redact_command)
+    if root is not None and root.expanduser().resolve() != current:
+        # only reachable when the app is run without deid_factory.main (which applies --root first)
+        raise typer.BadParameter(f"{root} was not applied before the stages loaded {current}; "
+                                 f"run `factory --root {root} ...` or set DEID_FACTORY_ROOT", param_hint="--root")
 
 
-from .placeholders import calibrate_command, placeholder_command  # noqa: E402
-from .translate import translate_command  # noqa: E402
-from .argos_testkit import argos_testkit_command  # noqa: E402
-
-app.command("placeholder")(placeholder_command)
-app.command("calibrate")(calibrate_command)
-app.command("translate")(translate_command)
-app.command("argos-testkit")(argos_testkit_command)
-from .surrogates import surrogate_command  # noqa: E402
-
-app.command("surrogate")(surrogate_command)
-
+# ------------------------------------------------------------------ build a language, stage by stage
 from .synth import synth_command  # noqa: E402
 from .extract import extract_command  # noqa: E402
 from .detect import detect_command  # noqa: E402
 from .silver import filter_command, silver_command  # noqa: E402
 from .stats import stats_command  # noqa: E402
+from .placeholders import calibrate_command, placeholder_command  # noqa: E402
+from .translate import translate_command  # noqa: E402
+from .surrogates import surrogate_command  # noqa: E402
+from .train import train_command  # noqa: E402
+from .evaluate import evaluate_command  # noqa: E402
+from .package import assemble_command, install_command, package_command  # noqa: E402
 
-app.command("synth")(synth_command)
-app.command("extract")(extract_command)
-app.command("detect")(detect_command)
-app.command("filter")(filter_command)
-app.command("stats")(stats_command)
-app.command("silver")(silver_command)
+for _name, _command in (
+    ("synth", synth_command),
+    ("extract", extract_command),
+    ("detect", detect_command),
+    ("filter", filter_command),
+    ("silver", silver_command),
+    ("stats", stats_command),
+    ("placeholder", placeholder_command),
+    ("calibrate", calibrate_command),
+    ("translate", translate_command),
+    ("surrogate", surrogate_command),
+    ("train", train_command),
+    ("evaluate", evaluate_command),
+    ("assemble", assemble_command),
+    ("package", package_command),
+    ("install-wheel", install_command),
+):
+    app.command(_name, rich_help_panel=BUILD)(_command)
+
+# ------------------------------------------------------------------ use a pipeline
+from .redact_cli import redact_command  # noqa: E402
+
+app.command("redact", rich_help_panel=USE)(redact_command)
+
+# ------------------------------------------------------------------ locales, packs, project files
+from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
+from .render import render_projects_command  # noqa: E402
+
+app.command("new-locale", rich_help_panel=LOCALES)(new_locale_command)
+app.command("pack-test", rich_help_panel=LOCALES)(pack_test_command)
+app.command("scan", rich_help_panel=LOCALES)(scan_command)
+app.command("render-projects", rich_help_panel=LOCALES)(render_projects_command)
+
+from .argos_testkit import argos_testkit_command  # noqa: E402
+
+app.command("argos-testkit", rich_help_panel=TESTING)(argos_testkit_command)
 
 
-def main() -> None:  # pragma: no cover - console entry
-    app()
+def main() -> None:  # pragma: no cover - console entry (kept for `deid_factory.cli:main` callers)
+    from . import main as factory_main
+
+    factory_main()

@@ -6,6 +6,7 @@ The matcher itself lives in runtime/regex_pack.py (it travels inside the deid_<l
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import typer
@@ -19,6 +20,10 @@ NEW_LOCALE_TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from a complete locale with a note on top:
 # they hold word lists and formats of that language that the new locale must translate.
 STARTER_CONCERNS = ("silver.yml", "placeholders.yml", "surrogates.yml")
+# What a finished pack needs (`factory pack-test` and tests/test_regex_packs.py ask the same): enough
+# cases, a third of them negatives (lab values, doses... that must not match), no pattern untested.
+MIN_CASES = 40
+MIN_NEGATIVE_SHARE = Fraction(1, 3)  # exact: 14 negatives of 42 cases is a third, not a float's near miss
 
 
 def load_pack(locale: str, packs_dir: Path = PACKS_DIR) -> RegexPack:
@@ -63,6 +68,21 @@ def check_case(pack: RegexPack, pattern: Pattern, index: int) -> CaseResult:
 
 def run_pack_cases(pack: RegexPack) -> list[CaseResult]:
     return [check_case(pack, p, i) for p in pack.patterns for i in range(len(p.cases))]
+
+
+def minimum_problems(pack: RegexPack) -> list[str]:
+    """Why the pack is not finished yet (too few cases, too few negatives, untested patterns); [] when it is."""
+    cases = [c for p in pack.patterns for c in p.cases]
+    negatives = sum(1 for c in cases if not c.get("expect"))
+    problems = []
+    if len(cases) < MIN_CASES:
+        problems.append(f"{len(cases)} cases, need at least {MIN_CASES}")
+    if negatives < MIN_NEGATIVE_SHARE * len(cases):
+        problems.append(f"{negatives} negative cases of {len(cases)}, need at least a third")
+    untested = [p.name for p in pack.patterns if not p.cases]
+    if untested:
+        problems.append(f"patterns without cases: {', '.join(untested)}")
+    return problems
 
 
 def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | None = None,
@@ -110,15 +130,21 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
 def pack_test_command(
     locale: str = typer.Argument(..., help="Locale of the pack, e.g. fr"),
     packs_dir: Path = typer.Option(PACKS_DIR, help="Folder holding one pack folder per locale"),
+    minimums: bool = typer.Option(True, help=f"Also require what CI requires: {MIN_CASES} cases, a third of them "
+                                  "negatives, every pattern tested (--no-minimums while a pack is being written)"),
 ) -> None:
     """Run every test case of one locale pack and print the failures (pytest runs the same cases in CI)."""
-    results = run_pack_cases(load_pack(locale, packs_dir))
+    pack = load_pack(locale, packs_dir)
+    results = run_pack_cases(pack)
     failures = [r for r in results if not r.passed]
     for failure in failures:
         typer.echo(failure.describe(), err=True)
     negatives = sum(r.negative for r in results)
     typer.echo(f"{locale}: {len(results) - len(failures)} passed, {len(failures)} failed ({negatives} negative cases)")
-    raise typer.Exit(code=1 if failures else 0)
+    unfinished = minimum_problems(pack) if minimums else []
+    for problem in unfinished:
+        typer.echo(f"{locale}: not finished: {problem}", err=True)
+    raise typer.Exit(code=1 if failures or unfinished else 0)
 
 
 def scan_command(

@@ -312,10 +312,11 @@ def append_record(handle, record: Record) -> None:
     append_line(handle, srsly.json_dumps(record.to_dict()))
 
 
-def append_line(handle, line: str) -> None:
+def append_line(handle, line: str, sync: bool = True) -> None:
     """Append one line to a file opened for appending and fsync it. Either the whole line reaches
     the file or none of it: on a failed write (disk full) the file is cut back to where it ended,
-    so it always ends with a complete line, and OutputError names the file."""
+    so it always ends with a complete line, and OutputError names the file. With sync=False the
+    line is in the file (a killed process keeps it) but not forced to the disk yet."""
     data = (line + "\n").encode("utf-8")
     handle.flush()  # nothing may stay in the handle's buffer: the line goes straight to the descriptor
     fd = handle.fileno()
@@ -324,7 +325,8 @@ def append_line(handle, line: str) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     except OSError as err:
         try:
             os.ftruncate(fd, end)  # truncating never needs free space

@@ -196,7 +196,11 @@ def _clear_argos_caches() -> None:
 
 def _import_argos():
     """Import argostranslate with its one download-at-import (the spaCy xx model) turned off."""
-    from argostranslate import networking, settings  # noqa: F401
+    try:
+        from argostranslate import networking, settings  # noqa: F401
+    except ImportError:
+        raise RouteMissing("Argos Translate is not installed: install the translate extra "
+                           "(pip install 'deid-factory[translate]')") from None
 
     def offline_cache_spacy():  # the original downloads xx_sent_ud_sm when not cached
         cached = Path(settings.cache_dir) / "spacy"

@@ -6,7 +6,7 @@ For each bad input the tests check the four promises of the project:
   (b) it holds no PHI of the record: the bad record carries a distinctive invented patient
       (PHI_NAME, PHI_ID) and neither may show up in the message, the report or any log/output line;
   (c) the good records of the same batch are all processed (`--on-error skip`; `factory redact`
-      always skips and goes on);
+      always skips and goes on, and ends with exit status 3 unless --allow-partial);
   (d) nothing is half-written: an output is complete or absent, an earlier output at the same path
       is left as it was when a run fails, and no temp file is left behind.
 Inputs that are odd but valid (a byte order mark, CRLF line ends, a 5 MB note) must read correctly,
@@ -556,7 +556,7 @@ def write_mixed_batch(folder: Path) -> None:
     (folder / "latin1.txt").write_bytes(ES_NOTE.encode("latin-1"))
     (folder / "empty.jsonl").write_bytes(b"")
     records = [
-        json.dumps({"id": "r-fr", "lang": "xx", "text": FR_NOTE}),  # a wrong declared language: detection decides
+        json.dumps({"id": "r-fr", "lang": "xx", "text": FR_NOTE}),  # a declared language without a pipeline
         json.dumps({"id": "r-digits", "text": NO_LANGUAGE}),
         json.dumps({"id": "r-blank", "text": "   "}),
         json.dumps({"id": "r-es", "text": ES_NOTE_2}),
@@ -610,12 +610,18 @@ def test_redact_mixed_batch_reports_each_bad_input_and_writes_every_good_one(bad
     assert rows["bom"]["redacted"] == BOM + rows["good"]["redacted"]
     # a record is not split at a Unicode line separator inside its text
     assert rows["r-sep"]["redacted"].count("[EMAIL]") == 2 and "\u2028" in rows["r-sep"]["redacted"]
-    # unknown language: the declared "xx" is ignored, detection routes; undetectable text goes to the
-    # fallback, still redacted, and is reported by input
-    assert rows["r-fr"]["pipeline"] == "fr"
+    # a declared language is honoured, not re-detected: "xx" has no pipeline; text without letters
+    # cannot be detected; both go to the fallback asked for (union), still redacted, reported by input
+    assert rows["r-fr"]["pipeline"] == "fallback" and "jean.dupont" not in rows["r-fr"]["redacted"]
     assert rows["r-digits"]["pipeline"] == "fallback" and PHI_PHONE not in rows["r-digits"]["redacted"]
-    assert report["unrouted"] == [{"input": f"{folder / 'records.jsonl'}:2", "id": "r-digits", "lang": "unknown", "pipeline": "fallback"}]
-    assert report["router"]["unrouted_languages"] == {"unknown": 1}
+    records = folder / "records.jsonl"
+    assert report["unrouted"] == [
+        {"input": f"{records}:1", "id": "r-fr", "lang": "xx", "how": "declared", "pipeline": "fallback",
+         "reason": "declared language 'xx' has no pipeline"},
+        {"input": f"{records}:2", "id": "r-digits", "lang": "unknown", "how": "detected", "pipeline": "fallback",
+         "reason": "too short to detect its language (0 letters, need 40)"}]
+    assert report["router"]["unrouted_languages"] == {"xx": 1, "unknown": 1}
+    assert report["complete"] is False  # inputs were skipped
     assert temp_files(tmp_path / "out") == []
 
 
@@ -632,14 +638,25 @@ def test_redact_text_and_brat_outputs_keep_line_ends_and_bom(bad_inputs_pipeline
     assert (text_out / "bom.txt").read_bytes() == BOM.encode("utf-8") + (text_out / "good.txt").read_bytes()
     assert report["written"] == len(EXPECTED_WRITTEN) and temp_files(text_out) == []
 
-    # brat output of the CRLF and BOM files reads back through the brat reader with every span aligned
-    brat_out = tmp_path / "brat"
-    redact([folder / "crlf.txt", folder / "bom.txt"], brat_out, bad_inputs_pipelines, "brat")
-    assert (brat_out / "crlf.txt").read_bytes() == crlf_in
-    assert (brat_out / "bom.txt").read_bytes() == (folder / "bom.txt").read_bytes()
+    # brat output of the CRLF and BOM files reads back through the brat reader with every span aligned:
+    # redacted, the spans sit on the tags; annotated (--mode annotate), on the PHI of the original
     canonical = {lab: lab for lab in ("PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION",
                                       "PHONE", "EMAIL", "URL", "IP", "ID")}
-    records = {r.id: r for r in read_corpus(brat_out, "brat", canonical, "es")}
+    brat_out = tmp_path / "brat"
+    redact([folder / "crlf.txt", folder / "bom.txt"], brat_out, bad_inputs_pipelines, "brat")
+    assert (brat_out / "crlf.txt").read_bytes() == crlf_out
+    assert (brat_out / "bom.txt").read_bytes() == (text_out / "bom.txt").read_bytes()
+    for rid in ("crlf", "bom"):
+        redacted = (brat_out / f"{rid}.txt").read_bytes().decode("utf-8")  # offsets count the BOM, as brat's do
+        lines = [line.split("\t") for line in (brat_out / f"{rid}.ann").read_text(encoding="utf-8").splitlines()]
+        tags = {(redacted[int(mid.split()[1]):int(mid.split()[2])], mid.split()[0]) for _, mid, _ in lines}
+        assert tags >= {("[PHONE]", "PHONE"), ("[EMAIL]", "EMAIL")} and all(value == f"[{mid.split()[0]}]" for _, mid, value in lines)
+    annotated = tmp_path / "annotated"
+    redact_files([folder / "crlf.txt", folder / "bom.txt"], annotated, "brat", "annotate",
+                 router=Router(bad_inputs_pipelines), progress=False)
+    assert (annotated / "crlf.txt").read_bytes() == crlf_in
+    assert (annotated / "bom.txt").read_bytes() == (folder / "bom.txt").read_bytes()
+    records = {r.id: r for r in read_corpus(annotated, "brat", canonical, "es")}
     for rid in ("crlf", "bom"):
         assert {(v, lab) for v, lab in spans_as_annotated(records[rid])} >= {(PHI_PHONE, "PHONE"), (PHI_EMAIL, "EMAIL")}
 
@@ -652,11 +669,12 @@ def test_redact_without_fallback_does_not_write_unrouted_documents(bad_inputs_pi
     out = tmp_path / "out"
     with caplog.at_level(logging.DEBUG):
         report = redact([folder], out, bad_inputs_pipelines, "text", fallback=None)
-    # with no fallback it would come out unredacted: not written, reported by file
+    # with no fallback (the default) it would come out unredacted: not written, named by file and id
     assert sorted(p.name for p in out.iterdir()) == ["es.txt"]
-    assert report["skipped"] == [{"input": str(folder / "digits.txt"),
-                                  "problem": "language 'unknown' has no pipeline and no fallback (--fallback none): not written"}]
-    assert report["unrouted"][0]["pipeline"] == "none"
+    assert report["skipped"] == [] and report["not_written"] == 1 and report["complete"] is False
+    assert report["unrouted"] == [{"input": str(folder / "digits.txt"), "id": "digits", "lang": "unknown", "how": "detected",
+                                   "pipeline": "none", "reason": "too short to detect its language (0 letters, need 40)"}]
+    assert f"{folder / 'digits.txt'}: document 'digits' not redacted" in caplog.text
     assert_no_phi(caplog.text)
 
 
@@ -681,7 +699,8 @@ def _fail_on_marker(doc):
 
 
 def test_redact_that_fails_midway_leaves_no_partial_output(tmp_path):
-    # 300 notes: the router reads 256 at a time, so the first 256 are done when note 280 breaks
+    # 300 notes: the router reads 256 at a time, so the first 256 are done when note 280 breaks;
+    # outputs are committed document by document, so those 256 are kept
     nlp = regex_pipeline("es")
     nlp.add_pipe("bad_inputs_fail_on_marker")
     folder = tmp_path / "in"
@@ -694,7 +713,11 @@ def test_redact_that_fails_midway_leaves_no_partial_output(tmp_path):
     with pytest.raises(RuntimeError):
         redact_files([folder], out, "jsonl", router=Router({"es": nlp}), progress=False)
     assert out.read_text(encoding="utf-8") == '{"id": "earlier"}\n'  # the earlier output, whole
-    assert sorted(p.name for p in out.parent.iterdir()) == ["redacted.jsonl"]  # no partial temp file
+    # the documents finished before the failure are kept, whole rows, in redacted.jsonl.partial
+    assert sorted(p.name for p in out.parent.iterdir()) == ["redacted.jsonl", "redacted.jsonl.partial"]
+    rows = [json.loads(line) for line in (out.parent / "redacted.jsonl.partial").read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [f"doc-{i:03d}" for i in range(256)]
+    assert all(r["redacted"] == ES_NOTE_2.replace("ines.vidal@correo.es", "[EMAIL]") for r in rows)
 
     text_out = tmp_path / "text"
     with pytest.raises(RuntimeError):
@@ -748,7 +771,7 @@ def test_redact_a_5_mb_document_through_the_cli(bad_inputs_pipelines, tmp_path, 
         result = runner.invoke(app, ["redact", str(folder), "--out", str(out), "--format", "text", "--mode", "tag",
                                      "--pipelines", f"{pipelines_dir / 'deid_es'},{pipelines_dir / 'deid_fr'}",
                                      "--report", str(report_path), "--quiet"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # the empty file was skipped: an incomplete run
     redacted = (out / "big.txt").read_text(encoding="utf-8")
     assert redacted == f"Paciente con teléfono [PHONE].\n\n" + body + "Correo [EMAIL].\n\n" + body + "DNI [ID] en la ficha.\n"
     report = srsly.read_json(report_path)

@@ -201,3 +201,158 @@ def test_patient_id_of_jsonl_records_shares_surrogates_across_documents(tmp_path
     redacted = {row["id"]: row["redacted"] for row in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
     assert redacted["n1"] == redacted["n2"] != redacted["n3"]
     assert "612 345 678" not in redacted["n1"]
+
+
+# ----------------------------------------------------------------------------- factory redact fails closed
+# Invented notes. The pipeline is the tests' tiny trained deid_es (NER + es pack + merger); only es is loaded.
+ES_NOTE = ("Paciente Lucía Ferrer Soto, de 54 años, ingresa el 12/03/2021 en el Hospital Valdeluz. "
+           "Teléfono de contacto 612 345 678, correo lucia.ferrer@correo.es.")
+EN_NOTE = ("Patient Thaddeus Wexley was seen at Harrowgate Infirmary for chest pain and shortness of breath. "
+           "Call (617) 555-0123 or write to t.wexley@example.org.")
+EN_PHI = ("Thaddeus", "Wexley", "555-0123", "t.wexley@example.org")
+SHORT_ES = "Paciente Lucía Ferrer Soto, de 54 años."  # 29 letters: too short to detect
+
+
+def _factory(args) -> tuple[int, str]:
+    """`factory ...` in a child process, as a user runs it: exit status and everything printed."""
+    import subprocess
+    import sys
+
+    ret = subprocess.run([sys.executable, "-m", "deid_factory", *map(str, args)], capture_output=True, text=True, timeout=300)
+    return ret.returncode, ret.stdout + ret.stderr
+
+
+def _redact(args, caplog) -> tuple[int, str]:
+    """`factory redact ...` in this process (faster than a child): exit status, output and log."""
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        result = CliRunner().invoke(app, ["redact", *map(str, args)])
+    return result.exit_code, result.output + caplog.text
+
+
+def test_a_document_without_a_pipeline_is_not_written_and_fails_the_run(train_pipeline, tmp_path, caplog):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "es.txt").write_text(ES_NOTE, encoding="utf-8")
+    (notes / "en.txt").write_text(EN_NOTE, encoding="utf-8")
+    out = tmp_path / "out"
+    code, printed = _factory(["redact", notes, "--out", out, "--pipelines", train_pipeline, "--quiet"])
+    assert code == 3, printed
+    assert sorted(p.name for p in out.iterdir()) == ["es.txt"]  # the English note is not written at all
+    assert f"{notes / 'en.txt'}: document 'en' not redacted (detected 'en' (1.00), which has no pipeline): not written" in printed
+    assert "1 documents written" in printed and "1 documents not routed" in printed and "error: incomplete run" in printed
+    assert not [phi for phi in EN_PHI if phi in printed]
+    # --allow-partial accepts the incomplete run; the document is still not written
+    code, printed = _redact([notes, "--out", tmp_path / "out2", "--pipelines", train_pipeline, "--quiet",
+                             "--allow-partial"], caplog)
+    assert code == 0, printed
+    assert sorted(p.name for p in (tmp_path / "out2").iterdir()) == ["es.txt"]
+
+
+def test_a_short_note_is_routed_by_its_declared_or_forced_language_never_by_a_guess(train_pipeline, tmp_path):
+    from deid_factory.redact_cli import redact_files
+    from deid_factory.runtime.router import Router
+
+    router = lambda **kw: Router.from_names([str(train_pipeline)], **kw)  # noqa: E731
+    note = tmp_path / "short.txt"
+    note.write_text(SHORT_ES, encoding="utf-8")
+    records = tmp_path / "records.jsonl"
+    records.write_text(json.dumps({"id": "r1", "lang": "es", "text": SHORT_ES}, ensure_ascii=False) + "\n", encoding="utf-8")
+    # detection is not trusted on 29 letters: not written
+    report = redact_files([note], tmp_path / "a", "text", router=router(), progress=False)
+    assert report["written"] == 0 and report["complete"] is False
+    assert report["unrouted"][0]["reason"] == "too short to detect its language (29 letters, need 40)"
+    # the record's own "lang" routes it, and so does --lang
+    report = redact_files([records], tmp_path / "b", "text", router=router(), progress=False)
+    assert report["complete"] and report["router"]["by_how"] == {"declared": 1}
+    report = redact_files([note], tmp_path / "c", "text", router=router(force_lang="es"), progress=False)
+    assert report["complete"] and report["router"]["by_how"] == {"forced": 1}
+    for redacted in ((tmp_path / "b" / "r1.txt").read_text(encoding="utf-8"), (tmp_path / "c" / "short.txt").read_text(encoding="utf-8")):
+        assert "Lucía" not in redacted and "Ferrer" not in redacted and "[PERSON]" in redacted
+
+
+def test_union_fallback_runs_every_pipeline_and_every_pack_of_the_project(train_pipeline, tmp_path, caplog):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "en.txt").write_text(EN_NOTE, encoding="utf-8")
+    out = tmp_path / "out"
+    code, printed = _redact([notes, "--out", out, "--pipelines", train_pipeline, "--fallback", "union", "--quiet"], caplog)
+    assert code == 0, printed
+    redacted = (out / "en.txt").read_text(encoding="utf-8")
+    # the US phone format is the en pack's (the es pipeline alone leaves it), the e-mail any pack's
+    assert "555-0123" not in redacted and "t.wexley@example.org" not in redacted
+    assert "went to the fallback 'union'" in printed and not [phi for phi in EN_PHI if phi in printed]
+
+
+def test_brat_output_is_redacted_and_the_phi_strings_need_mode_annotate(train_pipeline, tmp_path, caplog):
+    from deid_factory.readers import read_corpus
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "es.txt").write_text(ES_NOTE, encoding="utf-8")
+    out = tmp_path / "brat"
+    code, printed = _redact([notes, "--out", out, "--format", "brat", "--pipelines", train_pipeline, "--quiet"], caplog)
+    assert code == 0, printed
+    text, ann = (out / "es.txt").read_text(encoding="utf-8"), (out / "es.ann").read_text(encoding="utf-8")
+    for phi in ("612 345 678", "lucia.ferrer@correo.es", "12/03/2021"):
+        assert phi not in text and phi not in ann
+    lines = [line.split("\t") for line in ann.splitlines()]
+    assert {"PHONE", "EMAIL", "DATE"} <= {mid.split()[0] for _, mid, _ in lines}
+    for _, mid, value in lines:  # T lines sit on the tags of the redacted text
+        label, start, end = mid.split()
+        assert text[int(start):int(end)] == value == f"[{label}]"
+    # annotation output is explicit, and reads back through the brat reader with the PHI spans
+    code, printed = _redact([notes, "--out", tmp_path / "ann", "--format", "brat", "--mode", "annotate",
+                              "--pipelines", train_pipeline, "--quiet"], caplog)
+    assert code == 0, printed
+    assert (tmp_path / "ann" / "es.txt").read_text(encoding="utf-8") == ES_NOTE
+    canonical = {lab: lab for lab in ("PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION",
+                                      "PHONE", "EMAIL", "URL", "IP", "ID")}
+    (record,) = read_corpus(tmp_path / "ann", "brat", canonical, "es")
+    assert {("612 345 678", "PHONE"), ("lucia.ferrer@correo.es", "EMAIL")} <= {(t, s.label) for t, s in zip(record.span_texts(), record.spans)}
+    # annotate as records; and never as plain text (it would be the original)
+    code, printed = _redact([notes, "--out", tmp_path / "ann.jsonl", "--format", "jsonl", "--mode", "annotate",
+                              "--pipelines", train_pipeline, "--quiet"], caplog)
+    row = json.loads((tmp_path / "ann.jsonl").read_text(encoding="utf-8"))
+    assert code == 0 and row["text"] == ES_NOTE and row["lang"] == "es" and row["meta"]["pipeline"] == "es"
+    assert {(ES_NOTE[s["start"]:s["end"]], s["label"]) for s in row["spans"]} >= {("612 345 678", "PHONE")}
+    code, printed = _redact([notes, "--out", tmp_path / "t", "--mode", "annotate", "--pipelines", train_pipeline], caplog)
+    assert code == 1 and "needs --format jsonl or brat" in printed and not (tmp_path / "t").exists()
+
+
+def test_a_misspelled_input_or_skipped_inputs_fail_the_run(train_pipeline, tmp_path, caplog):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "es.txt").write_text(ES_NOTE, encoding="utf-8")
+    out = tmp_path / "out"
+    code, printed = _redact([tmp_path / "nots", notes, "--out", out, "--pipelines", train_pipeline, "--quiet"], caplog)
+    assert code == 1 and f"error: input not found: {tmp_path / 'nots'}" in printed and not out.exists()
+    (notes / "latin1.txt").write_bytes(ES_NOTE.encode("latin-1"))
+    code, printed = _redact([notes, "--out", out, "--pipelines", train_pipeline, "--quiet"], caplog)
+    assert code == 3 and f"{notes / 'latin1.txt'}: not UTF-8" in printed and "1 inputs skipped" in printed
+    assert (out / "es.txt").exists()
+    code, printed = _redact([tmp_path / "nots", notes, "--out", out, "--pipelines", train_pipeline,
+                              "--quiet", "--allow-partial"], caplog)
+    assert code == 0 and "2 inputs skipped" in printed
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, printed = _redact([empty, "--out", out, "--pipelines", train_pipeline, "--quiet"], caplog)
+    assert code == 3 and "no .txt or .jsonl files" in printed and "0 documents written" in printed
+
+
+def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys):
+    from deid_factory.redact_cli import redact_files
+    from deid_factory.runtime.router import Router
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.txt").write_text(ES_NOTE, encoding="utf-8")
+    redact_files([notes], tmp_path / "out", "text", router=Router.from_names([str(train_pipeline)]), progress=True)
+    bar = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    # a percentage needs a total (input bytes), "elapsed<remaining" is the ETA
+    assert re.search(r"^redact: 100%\|.*\[\d\d:\d\d<00:00, .*3 docs\]$", bar), bar

@@ -1,11 +1,13 @@
 """Language router with real (regex-pack-only) es and fr pipelines."""
 
+import json
+
 import pytest
 import spacy
 
 from deid_factory.package import default_pack_dir
 from deid_factory.runtime.regex_pack import RegexPack
-from deid_factory.runtime.router import Router
+from deid_factory.runtime.router import PIECE_CHARS, PhiSpan, Route, Router, RouterError
 
 ES = "La paciente acude a urgencias por dolor abdominal. Teléfono de contacto 612 345 678, correo ana.perez@correo.es. DNI 12345678Z."
 FR = "Le patient est admis aux urgences pour une douleur thoracique. Téléphone 06 12 34 56 78, courriel jean.dupont@exemple.fr."
@@ -39,25 +41,53 @@ def test_documents_go_to_the_pipeline_of_their_language(train_router_pipelines):
     assert router.stats.by_pipeline == {"fr": 2, "es": 1}
 
 
-def test_unknown_language_goes_to_the_union_fallback_and_is_reported(train_router_pipelines):
-    router = Router(train_router_pipelines, fallback="union")
+def test_unknown_language_is_not_processed_by_default(train_router_pipelines):
+    # fail closed: an Italian note with only es and fr loaded is not run through a pipeline of the
+    # wrong language, nor through a union that would leave its names in place
+    router = Router(train_router_pipelines)
     r = router(IT)
-    assert r.lang == "it" and r.pipeline == "fallback"
-    assert "EMAIL" in {e.label_ for e in r.doc.ents}
-    assert all(e.label_ in {"ID", "EMAIL", "PHONE", "URL", "IP", "DATE"} for e in r.doc.ents)
-    empty = router("12345 ...")
-    assert empty.pipeline == "fallback"
-    assert router.stats.unrouted_languages["it"] == 1
-    assert sum(router.stats.unrouted_languages.values()) == 2
+    assert r.lang == "it" and r.pipeline == "none" and not r.processed
+    assert r.doc is None and r.spans == []
+    assert r.reason == "detected 'it' (1.00), which has no pipeline"
+    assert router.stats.unrouted_languages == {"it": 1}
 
 
-def test_named_fallback_and_no_fallback(train_router_pipelines):
+def test_union_fallback_runs_every_pipeline_and_every_extra_pack(train_router_pipelines):
+    router = Router(train_router_pipelines, fallback="union", extra_packs=[RegexPack.from_dir(default_pack_dir("en"))])
+    en = "The patient was admitted for chest pain and shortness of breath. SSN 536-22-1234, e-mail mario.rossi@posta.it."
+    r = router(en)
+    assert r.lang == "en" and r.pipeline == "fallback" and r.processed
+    found = {(en[s.start:s.end], s.label) for s in r.spans}
+    assert ("536-22-1234", "ID") in found  # only the en pack knows a US SSN
+    assert ("mario.rossi@posta.it", "EMAIL") in found
+    assert [(e.start_char, e.end_char, e.label_) for e in r.doc.ents] == [(s.start, s.end, s.label) for s in r.spans]
+    # without the en pack, the es and fr pipelines alone miss the SSN
+    alone = Router(train_router_pipelines, fallback="union")(en)
+    assert "536-22-1234" not in {en[s.start:s.end] for s in alone.spans}
+
+
+def test_too_short_or_unsure_detection_is_unroutable_but_a_declared_language_routes(train_router_pipelines):
+    router = Router(train_router_pipelines)
+    short = "NOMBRE: María Pérez Sánchez"  # langdetect: Hungarian, 0.71
+    r = router(short)
+    assert r.pipeline == "none" and r.reason == "too short to detect its language (23 letters, need 40)"
+    assert router.route(short, declared="es") == Route("es", "es", 1.0, "declared")
+    assert router.route(short, declared="es-ES").pipeline == "es"
+    assert router.route(ES, declared="it").reason == "declared language 'it' has no pipeline"  # not re-detected
+    forced = Router(train_router_pipelines, force_lang="fr")
+    assert forced.route(ES) == Route("fr", "fr", 1.0, "forced")
+    with pytest.raises(RouterError, match="no loaded pipeline for language 'it'"):
+        Router(train_router_pipelines, force_lang="it")
+    # a loaded language below the confidence floor is not taken on a guess
+    unsure = Router(train_router_pipelines, min_confidence=1.01).route(ES)
+    assert unsure.pipeline == "none" and unsure.reason.startswith("detected 'es' with confidence")
+
+
+def test_named_fallback(train_router_pipelines):
     router = Router(train_router_pipelines, fallback="fr")
     r = router(IT)
-    assert r.pipeline == "fallback" and r.doc.lang_ == "fr"
-    none = Router(train_router_pipelines, fallback=None)(IT)
-    assert none.pipeline == "none" and list(none.doc.ents) == []
-    with pytest.raises(ValueError, match="fallback"):
+    assert r.pipeline == "fallback" and r.doc.lang_ == "fr" and r.reason
+    with pytest.raises(RouterError, match="fallback"):
         Router(train_router_pipelines, fallback="de")
 
 
@@ -95,13 +125,86 @@ def test_router_from_pipeline_folders_and_the_redact_command(tmp_path):
     (docs / "es.txt").write_text(ES, encoding="utf-8")
     (docs / "fr.txt").write_text(FR, encoding="utf-8")
     (docs / "it.txt").write_text(IT, encoding="utf-8")
+    pipelines = f"{tmp_path / 'deid_es'},{tmp_path / 'deid_fr'}"
     out, report = tmp_path / "out.jsonl", tmp_path / "report.json"
+    # by default the Italian note is not written, named in one line, and the run fails (exit 3)
     result = CliRunner().invoke(app, ["redact", str(docs), "--out", str(out), "--format", "jsonl", "--mode", "tag",
-                                      "--pipelines", f"{tmp_path / 'deid_es'},{tmp_path / 'deid_fr'}",
-                                      "--report", str(report), "--quiet"])
+                                      "--pipelines", pipelines, "--report", str(report), "--quiet"])
+    assert result.exit_code == 3, result.output
+    rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert set(rows) == {"es", "fr"} and rows["es"]["pipeline"] == "es" and rows["fr"]["pipeline"] == "fr"
+    rep = json.loads(report.read_text())
+    assert rep["complete"] is False and rep["not_written"] == 1
+    assert rep["unrouted"] == [{"input": str(docs / "it.txt"), "id": "it", "lang": "it", "how": "detected",
+                                "pipeline": "none", "reason": "detected 'it' (1.00), which has no pipeline"}]
+    # opting in to the union fallback writes it, redacted by every pipeline and pack
+    result = CliRunner().invoke(app, ["redact", str(docs), "--out", str(out), "--format", "jsonl", "--mode", "tag",
+                                      "--pipelines", pipelines, "--fallback", "union", "--quiet"])
     assert result.exit_code == 0, result.output
-    rows = {r["id"]: r for r in map(__import__("json").loads, out.read_text(encoding="utf-8").splitlines())}
-    assert rows["es"]["pipeline"] == "es" and rows["fr"]["pipeline"] == "fr" and rows["it"]["pipeline"] == "fallback"
+    rows = {r["id"]: r for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())}
+    assert rows["it"]["pipeline"] == "fallback"
     assert "[EMAIL]" in rows["it"]["redacted"] and "mario.rossi" not in rows["it"]["redacted"]
-    rep = __import__("json").loads(report.read_text())
-    assert rep["router"]["unrouted_languages"] == {"it": 1}
+
+
+def test_a_pipeline_that_is_not_installed_is_named_in_one_line():
+    # the README's example, on a machine where deid_fr was never built
+    with pytest.raises(RouterError) as info:
+        Router.from_names(["deid_fr_not_built"], fallback="union")
+    message = str(info.value)
+    assert message.startswith("router: pipeline 'deid_fr_not_built' is neither an installed package nor a pipeline folder")
+    assert "E050" not in message and "\n" not in message
+
+
+def test_a_pipeline_saved_with_a_relative_pack_dir_loads_from_any_folder(tmp_path, monkeypatch):
+    # the README's "use a pack alone" example, saved, then loaded from another working directory
+    from deid_factory import PROJECT_ROOT
+
+    monkeypatch.chdir(PROJECT_ROOT)
+    nlp = spacy.blank("fr")
+    nlp.add_pipe("deid_regex_pack", config={"pack_dir": "regex_packs/fr"})
+    nlp.to_disk(tmp_path / "pipe")
+    monkeypatch.chdir(tmp_path)
+    reloaded = spacy.load(tmp_path / "pipe")
+    doc = reloaded("Tél. : 01 23 45 67 89")
+    assert [(e.text, e.label_) for e in doc.ents] == [("01 23 45 67 89", "PHONE")]
+    # a pack_dir that exists nowhere is still an error, once the component is used without a pack
+    broken = spacy.blank("fr")
+    broken.add_pipe("deid_regex_pack", config={"pack_dir": "no/such/pack"})
+    with pytest.raises(ValueError, match="pack_dir 'no/such/pack' not found"):
+        broken("Tél. : 01 23 45 67 89")
+
+
+class _Watched:
+    """A real pipeline whose nlp.pipe calls are counted: the characters each call was given."""
+
+    def __init__(self, nlp):
+        self.nlp, self.calls = nlp, []
+
+    def pipe(self, texts, batch_size):
+        texts = list(texts)
+        self.calls.append(sum(map(len, texts)))
+        return self.nlp.pipe(texts, batch_size=batch_size)
+
+    def __getattr__(self, name):  # max_length, tokenizer, pipeline...
+        return getattr(self.nlp, name)
+
+
+def test_a_long_single_line_note_goes_through_in_bounded_pieces_with_exact_spans(train_router_pipelines):
+    # one line, no paragraph or line break: pieces are cut at spaces, with context on both sides,
+    # and no nlp.pipe call gets more than batch_chars characters (memory stays flat on any note)
+    text = "".join(f"Nota {i}: la paciente refiere dolor, teléfono 6{i % 100:02d} 345 678, correo p{i}@correo.es; "
+                   for i in range(600))
+    whole = Router(train_router_pipelines)(text)
+    watched = _Watched(train_router_pipelines["es"])
+    router = Router({"es": watched}, piece_chars=2_000, piece_margin=100, batch_chars=5_000)
+    (pieces,) = router.pipe([text], with_docs=False)
+    assert 40_000 < len(text) < PIECE_CHARS and len(watched.calls) >= len(text) // 5_000  # whole: one piece
+    assert max(watched.calls) <= 5_000
+    assert pieces.doc is None and pieces.spans == whole.spans and len(pieces.spans) == 1200
+    assert whole.spans == [PhiSpan(e.start_char, e.end_char, e.label_, e._.deid_source, e._.deid_score, e._.deid_kind,
+                                   e._.deid_validated) for e in whole.doc.ents]
+    # asked for a Doc, the router rebuilds one over the whole text
+    rebuilt = router(text)
+    assert rebuilt.doc.text == text
+    assert [(e.start_char, e.end_char, e.label_, e._.deid_source) for e in rebuilt.doc.ents] == \
+        [(e.start_char, e.end_char, e.label_, e._.deid_source) for e in whole.doc.ents]

@@ -28,6 +28,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .canonical import CANONICAL_LABELS
+from .regex_pack import NonOverlapping
 
 NER_SPANS_KEY = "deid_ner"
 REGEX_SPANS_KEY = "deid_regex"
@@ -89,12 +90,10 @@ def resolve(candidates: list[_Candidate], structured: set[str], ner_first: set[s
         best = max(priority(s, c.label, c.validated, structured, ner_first) for s in c.source.split("+"))
         return (-best, -(c.end - c.start), -c.score, c.start)
 
-    chosen: list[_Candidate] = []
+    chosen = NonOverlapping()
     for c in sorted(merged, key=rank):
-        if any(c.start < o.end and o.start < c.end for o in chosen):
-            continue
-        chosen.append(c)
-    return sorted(chosen, key=lambda c: c.start)
+        chosen.add(c.start, c.end, c)
+    return chosen.items()
 
 
 def split_at_line_breaks(doc: Doc, start: int, end: int) -> list[tuple[int, int]]:

@@ -17,7 +17,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
-from .regex_pack import RegexPack
+from .regex_pack import NonOverlapping, RegexPack
 
 DEFAULT_SPANS_KEY = "deid_regex"
 
@@ -31,11 +31,17 @@ class RegexPackComponent:
         self.name = name
         self.spans_key = spans_key
         self.write_ents = write_ents
-        self.pack: RegexPack | None = RegexPack.from_dir(pack_dir) if pack_dir else None
+        self.pack_dir = pack_dir
+        # A saved pipeline keeps the pack_dir it was created with in its config, often relative to
+        # the folder it was built in; loading it elsewhere creates this component with that path
+        # before from_disk() reads the pack saved inside the pipeline. So a pack_dir that does not
+        # exist here is not an error yet: only using the component without a pack is.
+        self.pack: RegexPack | None = RegexPack.from_dir(pack_dir) if pack_dir and Path(pack_dir).is_dir() else None
 
     def _require_pack(self) -> RegexPack:
         if self.pack is None:
-            raise ValueError(f"component {self.name!r}: no regex pack loaded (set `pack_dir` in its config)")
+            where = f"pack_dir {self.pack_dir!r} not found from {Path.cwd()}" if self.pack_dir else "set `pack_dir` in its config"
+            raise ValueError(f"component {self.name!r}: no regex pack loaded ({where})")
         return self.pack
 
     def __call__(self, doc: Doc) -> Doc:
@@ -53,9 +59,13 @@ class RegexPackComponent:
             spans.append(span)
         doc.spans[self.spans_key] = spans
         if self.write_ents and spans:
-            existing = list(doc.ents)
-            free = [s for s in filter_spans(spans) if not any(s.start < e.end and e.start < s.end for e in existing)]
-            doc.ents = sorted(existing + free, key=lambda s: s.start)
+            # entities already there win; a match joins them where it overlaps none (kept or added)
+            taken = NonOverlapping()
+            for e in doc.ents:
+                taken.add(e.start, e.end, e)
+            for span in filter_spans(spans):
+                taken.add(span.start, span.end, span)
+            doc.ents = taken.items()
         return doc
 
     def pipe(self, docs: Iterable[Doc], batch_size: int = 128):

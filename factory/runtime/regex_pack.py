@@ -109,6 +109,36 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+class NonOverlapping:
+    """Intervals kept in order of arrival unless they overlap one kept before. The kept intervals
+    never overlap, so sorted by start they are sorted by end too: a new one can only collide with
+    its two neighbours (found by bisection), not with every kept one, which made thousands of
+    spans in one long note quadratic."""
+
+    def __init__(self):
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.values: list = []
+
+    def overlaps(self, start: int, end: int) -> bool:
+        i = bisect.bisect_right(self.starts, start)
+        return (i > 0 and self.ends[i - 1] > start) or (i < len(self.starts) and self.starts[i] < end)
+
+    def add(self, start: int, end: int, value) -> bool:
+        """Keep (start, end) unless it overlaps a kept interval; True if kept."""
+        if self.overlaps(start, end):
+            return False
+        i = bisect.bisect_right(self.starts, start)
+        self.starts.insert(i, start)
+        self.ends.insert(i, end)
+        self.values.insert(i, value)
+        return True
+
+    def items(self) -> list:
+        """The kept values, by position."""
+        return list(self.values)
+
+
 class RegexPack:
     """All patterns of one locale and their context rules; `find(text)` returns the PHI matches."""
 
@@ -207,22 +237,10 @@ class RegexPack:
     def find(self, text: str) -> list[Match]:
         """Non-overlapping matches: validated first, then higher score, then longer."""
         ranked = sorted(self.candidates(text), key=lambda m: (not m.validated, -m.score, -(m.end - m.start), m.start))
-        chosen: list[Match] = []
-        # The kept spans never overlap, so sorted by start they are also sorted by end: a new match
-        # can only collide with its two neighbours (bisect), not with every kept span - a text with
-        # thousands of matches stays linear-logarithmic instead of quadratic.
-        starts: list[int] = []
-        ends: list[int] = []
+        chosen = NonOverlapping()
         for match in ranked:
-            i = bisect.bisect_right(starts, match.start)
-            if i > 0 and ends[i - 1] > match.start:
-                continue
-            if i < len(starts) and starts[i] < match.end:
-                continue
-            starts.insert(i, match.start)
-            ends.insert(i, match.end)
-            chosen.append(match)
-        return sorted(chosen, key=lambda m: m.start)
+            chosen.add(match.start, match.end, match)
+        return chosen.items()
 
 
 # ---------------------------------------------------------------------- parsing helpers

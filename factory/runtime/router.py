@@ -1,18 +1,29 @@
-"""Language router: send each document to the deid_<lang> pipeline of its language.
+"""Language router: send each document to the deid_<lang> pipeline of its language, or to none.
 
-Router(pipelines={"es": nlp_es, "fr": nlp_fr}, fallback=...) detects each document's language with
-langdetect (seeded, so the same text always routes the same way; only the first `detect_chars`
-characters are read, which bounds the cost on long notes) and runs the matching pipeline.
-Documents whose language has no pipeline (or cannot be detected, e.g. an empty or numbers-only
-text, or detected below `min_confidence`) go to the fallback:
-  "union"      the union of the structured patterns (ID, EMAIL, PHONE, URL, IP, DATE by default)
-               of every loaded pipeline's regex pack -- language-independent identifiers still go;
-  a language   e.g. "en": that loaded pipeline;
-  None         no fallback: the document comes back with no spans (still reported).
-Every routing decision is counted in `router.stats` (documents per pipeline, unknown languages).
-A document longer than its pipeline's `nlp.max_length` (spaCy refuses those; 1,000,000 characters
-by default) is cut at paragraph/line breaks into pieces under the limit, each piece is processed
-and the pieces' Docs are joined back into one Doc over the whole text (offsets as in the input).
+Router(pipelines={"es": nlp_es, "fr": nlp_fr}) picks a document's pipeline, in this order:
+  1. `force_lang` (`factory redact --lang es`): every document goes to that pipeline;
+  2. the language the document declares (a JSONL record's "lang"): that pipeline; a declared
+     language without a pipeline is not second-guessed by detection;
+  3. detection, restricted to the loaded languages: langdetect (seeded, so the same text always
+     routes the same way) reads the first `detect_chars` characters, and the loaded language with
+     the highest probability is chosen if that probability is at least `min_confidence` and the
+     sample holds at least `min_letters` letters (below that, langdetect guesses).
+A document none of these places is *unroutable*, and the `fallback` says what happens to it:
+  None (default)  nothing: it comes back with pipeline "none", no Doc, no spans and a `reason` (never
+                  text). It is not redacted, so it must not be written out: `factory redact`
+                  does not write it and exits non-zero (fail closed);
+  "union"         every loaded pipeline runs on it, plus every pack of `extra_packs` (the union of
+                  all the languages' NER and patterns), and the union of their spans is kept;
+  a language      that loaded pipeline runs on it (e.g. "es" for a Spanish-only warehouse).
+Every decision is counted in `router.stats`.
+
+Bounded memory and time on any input: a document longer than `piece_chars` (or than the pipeline's
+nlp.max_length) is cut at paragraph, line or word breaks into pieces, each processed with
+`piece_margin` characters of context on both sides and reporting the spans that start in its own
+part; documents and pieces go through nlp.pipe in batches of at most `batch_size` texts and
+`batch_chars` characters, and the input is read `chunk_size` documents (`chunk_chars` characters)
+at a time. Results come back as character-offset spans (`Routed.spans`); the Doc of a document
+processed in pieces is rebuilt over the whole text only when `with_docs` is asked for.
 
 `Router.from_names(["deid_es", "deid_fr"])` loads installed packages (or pipeline folders);
 `Router.from_names(None)` loads every installed deid_* package.
@@ -20,96 +31,112 @@ and the pieces' Docs are joined back into one Doc over the whole text (offsets a
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from .merger import _Candidate, resolve
+from .merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, _Candidate, resolve
 
-DEFAULT_UNION_LABELS = ("ID", "EMAIL", "PHONE", "URL", "IP", "DATE")
-FALLBACK = "fallback"
+FALLBACK = "fallback"  # Routed.pipeline of a document the fallback processed
+UNROUTED = "none"  # Routed.pipeline of a document nothing processed
+UNKNOWN = "unknown"  # Routed.lang when no language could be detected
+DEFAULT_MIN_CONFIDENCE = 0.5
+DEFAULT_MIN_LETTERS = 40
+PIECE_CHARS = 50_000
+PIECE_MARGIN = 500
+BATCH_CHARS = 100_000
+CHUNK_CHARS = 2_000_000
 SPACY_DEFAULT_MAX_LENGTH = 1_000_000
+SPAN_EXTENSIONS = ("deid_source", "deid_score", "deid_kind", "deid_validated")
+_SPACE = re.compile(r"\s")
+
+
+class RouterError(ValueError):
+    """A router that cannot be built (a pipeline not installed, a bad fallback); one line, no text."""
+
+
+@dataclass(frozen=True)
+class PhiSpan:
+    """One final PHI span, in characters of the document's text."""
+
+    start: int
+    end: int
+    label: str
+    source: str | None = None  # "ner", "regex", "ner+regex" (deid_merger), None from other pipelines
+    score: float | None = None
+    kind: str | None = None
+    validated: bool | None = None
+
+    @classmethod
+    def of(cls, span, offset: int = 0) -> "PhiSpan":
+        ext = span._
+        return cls(span.start_char + offset, span.end_char + offset, span.label_, *(
+            getattr(ext, name) if ext.has(name) else None for name in SPAN_EXTENSIONS))
+
+
+@dataclass(frozen=True)
+class Route:
+    lang: str  # the language decided on: forced, declared or detected ("unknown" when none)
+    pipeline: str  # key of the pipeline to run, FALLBACK or UNROUTED
+    confidence: float
+    how: str  # "forced", "declared" or "detected"
+    reason: str = ""  # why the document is unroutable ("" when it is not); names no text
 
 
 @dataclass
 class Routed:
-    doc: Any  # spacy Doc
-    lang: str  # detected language ("unknown" when detection failed)
+    doc: Any  # spaCy Doc; None when nothing processed the document, or with with_docs=False
+    lang: str
     pipeline: str  # language key of the pipeline used, "fallback" or "none"
     confidence: float
     meta: Any = None  # whatever the caller passed along with the text
+    spans: list[PhiSpan] = field(default_factory=list)  # final PHI spans (= doc.ents when there is a doc)
+    how: str = "detected"
+    reason: str = ""
+
+    @property
+    def processed(self) -> bool:
+        """False for a document that nothing processed: it holds all its PHI."""
+        return self.pipeline != UNROUTED
 
 
 @dataclass
 class RouterStats:
     docs: int = 0
     by_pipeline: Counter = field(default_factory=Counter)
+    by_how: Counter = field(default_factory=Counter)
     detected: Counter = field(default_factory=Counter)
     unrouted_languages: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict:
-        return {"docs": self.docs, "by_pipeline": dict(self.by_pipeline), "detected": dict(self.detected),
-                "unrouted_languages": dict(self.unrouted_languages)}
+        return {"docs": self.docs, "by_pipeline": dict(self.by_pipeline), "by_how": dict(self.by_how),
+                "detected": dict(self.detected), "unrouted_languages": dict(self.unrouted_languages)}
 
 
-class UnionPacks:
-    """A pipeline-like object: the union of structured regex pack matches, for unknown languages."""
+@dataclass(frozen=True)
+class _Piece:
+    """The part of text `index` one nlp.pipe call processes: the window [start, end) of context
+    around the part [own_start, own_end) whose spans it reports."""
 
-    def __init__(self, packs: Sequence, labels: Sequence[str] = DEFAULT_UNION_LABELS, lang: str = "xx"):
-        import spacy
-
-        self.packs = list(packs)
-        self.labels = set(labels)
-        from .tokenization import customize_tokenizer
-
-        self.nlp = customize_tokenizer(spacy.blank(lang))  # multilingual tokenizer
-        self.lang = lang
-
-    def _annotate(self, doc):
-        from spacy.tokens import Span
-
-        candidates = []
-        for pack in self.packs:
-            for m in pack.find(doc.text):
-                if m.label not in self.labels:
-                    continue
-                span = doc.char_span(m.start, m.end, alignment_mode="expand")
-                if span is None:
-                    continue
-                candidates.append(_Candidate(span.start, span.end, m.label, "regex", m.score, m.validated, m.kind))
-        spans = []
-        for c in resolve(candidates, self.labels, set()):
-            span = Span(doc, c.start, c.end, label=c.label)
-            span._.deid_source, span._.deid_score, span._.deid_kind = "regex", c.score, c.kind
-            spans.append(span)
-        doc.ents = spans
-        doc.spans["deid_regex"] = spans
-        doc.spans["deid"] = spans
-        return doc
-
-    @property
-    def max_length(self) -> int:
-        return self.nlp.max_length
-
-    def __call__(self, text: str):
-        return self._annotate(self.nlp.make_doc(text))
-
-    def pipe(self, texts: Iterable[str], batch_size: int = 16):
-        for text in texts:
-            yield self(text)
+    index: int
+    start: int
+    end: int
+    own_start: int
+    own_end: int
+    whole: bool
 
 
-def split_long_text(text: str, limit: int) -> list[str]:
-    """Consecutive pieces of `text`, each at most `limit` characters, that join back to `text`.
+def piece_bounds(text: str, limit: int) -> list[tuple[int, int]]:
+    """Consecutive (start, end) parts of `text`, each at most `limit` characters, covering it.
 
-    A piece ends after the last paragraph break (blank line) in the second half of its window, else
+    A part ends after the last paragraph break (blank line) in the second half of its window, else
     after the last line break there, else after the last space; only a window without any of these
-    is cut hard. Cutting between paragraphs keeps PHI spans (which never cross a blank line in
-    practice) whole, and the second-half rule keeps the number of pieces close to len/limit.
+    is cut hard. The second-half rule keeps the number of parts close to len/limit. Linear in len(text).
     """
     if limit <= 0:
         raise ValueError("limit must be positive")
-    pieces: list[str] = []
+    bounds: list[tuple[int, int]] = []
     start = 0
     while len(text) - start > limit:
         window_end = start + limit
@@ -122,63 +149,107 @@ def split_long_text(text: str, limit: int) -> list[str]:
                 break
         if cut <= start or cut > window_end:
             cut = window_end
-        pieces.append(text[start:cut])
+        bounds.append((start, cut))
         start = cut
-    pieces.append(text[start:])
-    return pieces
+    bounds.append((start, len(text)))
+    return bounds
 
 
-def _pipe_within_max_length(nlp, texts: list[str], batch_size: int) -> Iterator[Any]:
-    """nlp.pipe(texts), except that a text over nlp.max_length is processed in pieces and joined
-    back with Doc.from_docs (exact text, entities, span groups and their extension values kept)."""
-    limit = getattr(nlp, "max_length", SPACY_DEFAULT_MAX_LENGTH) or SPACY_DEFAULT_MAX_LENGTH
-    if all(len(t) <= limit for t in texts):
-        yield from nlp.pipe(texts, batch_size=batch_size)
+def split_long_text(text: str, limit: int) -> list[str]:
+    """The parts of piece_bounds() as strings: they join back to `text`."""
+    return [text[s:e] for s, e in piece_bounds(text, limit)]
+
+
+def _pieces(index: int, text: str, limit: int, margin: int) -> Iterator[_Piece]:
+    if len(text) <= limit:
+        yield _Piece(index, 0, len(text), 0, len(text), True)
         return
-    from spacy.tokens import Doc
+    for own_start, own_end in piece_bounds(text, limit):
+        start = max(0, own_start - margin)
+        if start > 0:  # begin the context after a space, not inside a word
+            space = _SPACE.search(text, start, own_start)
+            start = space.end() if space else start
+        end = min(len(text), own_end + margin)
+        if end < len(text):
+            cut = max(text.rfind(" ", own_end, end), text.rfind("\n", own_end, end))
+            end = cut if cut > own_end else end
+        yield _Piece(index, start, end, own_start, own_end, False)
 
-    pieces: list[str] = []
-    owner: list[int] = []  # index in `texts` of each piece
-    for i, text in enumerate(texts):
-        for piece in split_long_text(text, limit) if len(text) > limit else [text]:
-            pieces.append(piece)
-            owner.append(i)
-    current, parts = 0, []
-    for i, doc in zip(owner, nlp.pipe(pieces, batch_size=batch_size)):
-        if i != current:
-            yield parts[0] if len(parts) == 1 else Doc.from_docs(parts, ensure_whitespace=False, exclude=["tensor"])
-            current, parts = i, []
-        parts.append(doc)
-    if parts:
-        yield parts[0] if len(parts) == 1 else Doc.from_docs(parts, ensure_whitespace=False, exclude=["tensor"])
+
+def _batches(pieces: Iterable[_Piece], max_docs: int, max_chars: int) -> Iterator[list[_Piece]]:
+    batch: list[_Piece] = []
+    chars = 0
+    for piece in pieces:
+        size = piece.end - piece.start
+        if batch and (len(batch) >= max_docs or chars + size > max_chars):
+            yield batch
+            batch, chars = [], 0
+        batch.append(piece)
+        chars += size
+    if batch:
+        yield batch
+
+
+def resolve_overlaps(spans: list[PhiSpan]) -> list[PhiSpan]:
+    """Non-overlapping spans, sorted: the merger's rules (same label: union; different labels: the
+    validated pattern, then the NER for names/places/institutions, then patterns; then the longer)."""
+    spans = sorted(spans, key=lambda s: (s.start, s.end))
+    if all(a.end <= b.start for a, b in zip(spans, spans[1:])):
+        return spans
+    candidates = [_Candidate(s.start, s.end, s.label, s.source or "other", s.score or 0.0, bool(s.validated), s.kind or "")
+                  for s in spans]
+    return [PhiSpan(c.start, c.end, c.label, c.source, c.score, c.kind or None, c.validated)
+            for c in resolve(candidates, set(DEFAULT_STRUCTURED), set(DEFAULT_NER_FIRST))]
 
 
 def pack_of(nlp):
     """The RegexPack of a deid pipeline, or None."""
-    for name, component in nlp.pipeline:
+    for _, component in getattr(nlp, "pipeline", []):
         if getattr(component, "pack", None) is not None:
             return component.pack
     return None
 
 
+def pack_pipeline(pack, lang: str = "xx"):
+    """A pipeline of one regex pack alone (multilingual tokenizer), for the union fallback."""
+    import spacy
+
+    from . import pack_component  # noqa: F401  (registers deid_regex_pack)
+    from .tokenization import customize_tokenizer
+
+    nlp = customize_tokenizer(spacy.blank(lang))
+    nlp.add_pipe("deid_regex_pack", config={"pack_dir": None, "write_ents": True}).pack = pack
+    return nlp
+
+
 class Router:
-    def __init__(self, pipelines: dict[str, Any], fallback: str | Any | None = "union",
-                 detect_chars: int = 1000, seed: int = 0, min_confidence: float = 0.5,
-                 union_labels: Sequence[str] = DEFAULT_UNION_LABELS, extra_packs: Sequence = ()):
-        if not pipelines and fallback in ("union", None) and not extra_packs:
-            raise ValueError("router: no pipelines to route to")
+    def __init__(self, pipelines: dict[str, Any], fallback: str | Any | None = None,
+                 detect_chars: int = 1000, seed: int = 0, min_confidence: float = DEFAULT_MIN_CONFIDENCE,
+                 min_letters: int = DEFAULT_MIN_LETTERS, force_lang: str | None = None,
+                 extra_packs: Sequence = (), piece_chars: int = PIECE_CHARS, piece_margin: int = PIECE_MARGIN,
+                 batch_chars: int = BATCH_CHARS, chunk_chars: int = CHUNK_CHARS):
         self.pipelines = dict(pipelines)
+        if not self.pipelines and not (fallback == "union" and extra_packs):
+            raise RouterError("router: no pipelines to route to")
+        if force_lang is not None and force_lang not in self.pipelines:
+            raise RouterError(f"router: no loaded pipeline for language {force_lang!r} (loaded: {', '.join(sorted(self.pipelines)) or 'none'})")
+        self.force_lang = force_lang
         self.detect_chars = detect_chars
         self.seed = seed
         self.min_confidence = min_confidence
+        self.min_letters = min_letters
+        self.piece_chars, self.piece_margin = piece_chars, piece_margin
+        self.batch_chars, self.chunk_chars = batch_chars, chunk_chars
         self.stats = RouterStats()
-        self._blank_nlp = None
+        self._union_members: list = []
+        self._union_tokenizer = None
         if fallback == "union":
-            packs = [p for p in (pack_of(nlp) for nlp in self.pipelines.values()) if p is not None]
-            self.fallback = UnionPacks(packs + list(extra_packs), union_labels)
+            self._union_members = list(self.pipelines.values()) + [pack_pipeline(p) for p in extra_packs]
+            self.fallback = "union"
         elif isinstance(fallback, str):
             if fallback not in self.pipelines:
-                raise ValueError(f"router: fallback {fallback!r} is not one of the loaded pipelines {sorted(self.pipelines)}")
+                raise RouterError(f"router: fallback {fallback!r} is not 'union' nor one of the loaded pipelines "
+                                  f"({', '.join(sorted(self.pipelines)) or 'none'})")
             self.fallback = self.pipelines[fallback]
         else:
             self.fallback = fallback  # a pipeline object, or None
@@ -186,90 +257,207 @@ class Router:
 
     # -------------------------------------------------------------- construction
     @classmethod
-    def from_names(cls, names: Sequence[str] | None = None, fallback: str | None = "union", **kwargs) -> "Router":
+    def from_names(cls, names: Sequence[str] | None = None, fallback: str | None = None, **kwargs) -> "Router":
         import spacy
 
         from . import merger, pack_component  # noqa: F401  (factories for pipeline folders)
 
+        installed = sorted(n for n in spacy.util.get_installed_models() if n.startswith("deid_"))
         if not names:
-            names = sorted(n for n in spacy.util.get_installed_models() if n.startswith("deid_"))
+            names = installed
             if not names:
-                raise ValueError("router: no installed deid_* pipeline found (build one: spacy project run build <lang>)")
+                raise RouterError("router: no installed deid_* pipeline found (build one: spacy project run build languages/<lc>)")
         pipelines = {}
         for name in names:
-            nlp = spacy.load(name)
+            try:
+                nlp = spacy.load(name)
+            except OSError as err:
+                if "E050" not in str(err):
+                    raise
+                raise RouterError(f"router: pipeline {name!r} is neither an installed package nor a pipeline folder "
+                                  f"(installed deid_* pipelines: {', '.join(installed) or 'none'})") from None
             if nlp.lang in pipelines:
-                raise ValueError(f"router: two pipelines for language {nlp.lang!r} ({name})")
+                raise RouterError(f"router: two pipelines for language {nlp.lang!r} ({name})")
             pipelines[nlp.lang] = nlp
         return cls(pipelines, fallback=fallback, **kwargs)
 
-    # -------------------------------------------------------------- detection
-    def detect(self, text: str) -> tuple[str, float]:
-        """(language, probability) of the first `detect_chars` characters; ("unknown", 0) if none."""
+    # -------------------------------------------------------------- detection and routing
+    def probabilities(self, text: str) -> dict[str, float]:
+        """langdetect's language probabilities (those above 0.1) for the first `detect_chars` characters."""
         from langdetect import DetectorFactory, detect_langs
         from langdetect.lang_detect_exception import LangDetectException
 
         DetectorFactory.seed = self.seed  # langdetect is random unless seeded
-        sample = text[: self.detect_chars]
         try:
-            best = detect_langs(sample)[0]
-        except (LangDetectException, IndexError):
-            return "unknown", 0.0
-        return best.lang, float(best.prob)
+            found = detect_langs(text[: self.detect_chars])
+        except LangDetectException:
+            return {}
+        probs: dict[str, float] = {}
+        for item in found:  # "zh-cn" -> "zh": spaCy's codes have no region
+            lang = item.lang.split("-")[0]
+            probs[lang] = probs.get(lang, 0.0) + float(item.prob)
+        return probs
 
-    def route(self, text: str) -> tuple[str, str, float]:
-        lang, prob = self.detect(text)
-        if lang in self.pipelines and prob >= self.min_confidence:
-            return lang, lang, prob
-        return lang, FALLBACK if self.fallback is not None else "none", prob
+    def detect(self, text: str) -> tuple[str, float]:
+        """(language, probability) of the most likely language, any language; ("unknown", 0) if none."""
+        probs = self.probabilities(text)
+        if not probs:
+            return UNKNOWN, 0.0
+        lang = max(probs, key=probs.get)
+        return lang, probs[lang]
+
+    def route(self, text: str, declared: str | None = None) -> Route:
+        """Where a document goes (see the module docstring); no processing."""
+        if self.force_lang is not None:
+            return Route(self.force_lang, self.force_lang, 1.0, "forced")
+        if declared:
+            lang = re.split(r"[-_]", declared.strip())[0].lower()
+            if lang in self.pipelines:
+                return Route(lang, lang, 1.0, "declared")
+            return self._unroutable(lang, 1.0, "declared", f"declared language {lang!r} has no pipeline")
+        sample = text[: self.detect_chars]
+        letters = sum(ch.isalpha() for ch in sample)
+        if letters < self.min_letters:
+            return self._unroutable(UNKNOWN, 0.0, "detected",
+                                    f"too short to detect its language ({letters} letters, need {self.min_letters})")
+        probs = self.probabilities(sample)
+        if not probs:
+            return self._unroutable(UNKNOWN, 0.0, "detected", "no language detected")
+        loaded = [lang for lang in probs if lang in self.pipelines]
+        best = max(loaded, key=probs.get) if loaded else None
+        if best is not None and probs[best] >= self.min_confidence:
+            return Route(best, best, probs[best], "detected")
+        top = max(probs, key=probs.get)
+        if top in self.pipelines:
+            reason = f"detected {top!r} with confidence {probs[top]:.2f}, below {self.min_confidence}"
+        else:
+            reason = f"detected {top!r} ({probs[top]:.2f}), which has no pipeline"
+        return self._unroutable(top, probs[top], "detected", reason)
+
+    def _unroutable(self, lang: str, confidence: float, how: str, reason: str) -> Route:
+        return Route(lang, FALLBACK if self.fallback is not None else UNROUTED, confidence, how, reason)
 
     # -------------------------------------------------------------- processing
-    def __call__(self, text: str) -> Routed:
-        return next(self.pipe([text]))
+    def __call__(self, text: str, declared: str | None = None) -> Routed:
+        return next(self.pipe([(text, None)], as_tuples=True, declared_lang=lambda _: declared))
 
-    def pipe(self, texts: Iterable[Any], batch_size: int = 16, chunk_size: int = 256,
-             as_tuples: bool = False) -> Iterator[Routed]:
+    def pipe(self, texts: Iterable[Any], batch_size: int = 16, chunk_size: int = 256, as_tuples: bool = False,
+             declared_lang: Callable[[Any], str | None] | None = None, with_docs: bool = True) -> Iterator[Routed]:
         """Route and process a stream of texts (or (text, meta) tuples); output keeps input order.
 
-        Input is read `chunk_size` documents at a time, so a large stream is never held in memory.
+        declared_lang(meta) gives a document's declared language (or None). with_docs=False gives
+        spans only (no Doc is kept: the least memory). Input is read `chunk_size` documents (at
+        most `chunk_chars` characters) at a time, so a large stream is never held in memory.
         """
         chunk: list[tuple[str, Any]] = []
+        chars = 0
         for item in texts:
-            chunk.append(item if as_tuples else (item, None))
-            if len(chunk) >= chunk_size:
-                yield from self._process(chunk, batch_size)
-                chunk = []
+            text, meta = item if as_tuples else (item, None)
+            chunk.append((text, meta))
+            chars += len(text)
+            if len(chunk) >= chunk_size or chars >= self.chunk_chars:
+                yield from self._process(chunk, batch_size, declared_lang, with_docs)
+                chunk, chars = [], 0
         if chunk:
-            yield from self._process(chunk, batch_size)
+            yield from self._process(chunk, batch_size, declared_lang, with_docs)
 
-    def _blank(self):
-        """The tokenizer-only pipeline for documents with no pipeline and no fallback (made once)."""
-        if self._blank_nlp is None:
-            import spacy
-
-            self._blank_nlp = spacy.blank("xx")
-        return self._blank_nlp
-
-    def _process(self, chunk: list[tuple[str, Any]], batch_size: int) -> Iterator[Routed]:
-        routes = [self.route(text) for text, _ in chunk]
+    def _process(self, chunk: list[tuple[str, Any]], batch_size: int, declared_lang, with_docs: bool) -> Iterator[Routed]:
+        routes = [self.route(text, declared_lang(meta) if declared_lang else None) for text, meta in chunk]
         groups: dict[str, list[int]] = {}
-        for i, (lang, target, prob) in enumerate(routes):
-            groups.setdefault(target, []).append(i)
+        for i, route in enumerate(routes):
+            groups.setdefault(route.pipeline, []).append(i)
             self.stats.docs += 1
-            self.stats.detected[lang] += 1
-            self.stats.by_pipeline[target] += 1
-            if target in (FALLBACK, "none"):
-                self.stats.unrouted_languages[lang] += 1
-        docs: list[Any] = [None] * len(chunk)
+            self.stats.by_how[route.how] += 1
+            if route.how == "detected":
+                self.stats.detected[route.lang] += 1
+            self.stats.by_pipeline[route.pipeline] += 1
+            if route.reason:
+                self.stats.unrouted_languages[route.lang] += 1
+        results: list[tuple[Any, list[PhiSpan]]] = [(None, [])] * len(chunk)
         for target, idx in groups.items():
+            if target == UNROUTED:
+                continue  # nothing runs on it: no Doc, no spans
             texts = [chunk[i][0] for i in idx]
-            if target == "none":
-                nlp = self._blank()  # tokenizer only: no spans
+            if target == FALLBACK and self._union_members:
+                annotated = self._annotate_union(texts, batch_size, with_docs)
             else:
                 nlp = self.fallback if target == FALLBACK else self.pipelines[target]
-            processed = _pipe_within_max_length(nlp, texts, batch_size)
-            for i, doc in zip(idx, processed):
-                docs[i] = doc
-        for i, (text, meta) in enumerate(chunk):
-            lang, target, prob = routes[i]
-            yield Routed(docs[i], lang, target, round(prob, 4), meta)
+                annotated = self._annotate(nlp, texts, batch_size, with_docs)
+            for i, result in zip(idx, annotated):
+                results[i] = result
+        for (text, meta), route, (doc, spans) in zip(chunk, routes, results):
+            yield Routed(doc, route.lang, route.pipeline, round(route.confidence, 4), meta, spans, route.how, route.reason)
+
+    def _annotate(self, nlp, texts: list[str], batch_size: int, with_docs: bool) -> list[tuple[Any, list[PhiSpan]]]:
+        """(Doc or None, final spans) of each text, by pieces where a text is long (module docstring)."""
+        max_length = getattr(nlp, "max_length", SPACY_DEFAULT_MAX_LENGTH) or SPACY_DEFAULT_MAX_LENGTH
+        margin = min(self.piece_margin, max_length // 4)
+        limit = min(self.piece_chars, max_length - 2 * margin)
+        results: list[Any] = [None] * len(texts)
+        parts: dict[int, list[PhiSpan]] = {}  # spans of the texts processed in pieces
+        groups: dict[int, dict[str, list[PhiSpan]]] = {}  # their span groups, to rebuild a Doc
+        pieces = (piece for i, text in enumerate(texts) for piece in _pieces(i, text, limit, margin))
+        for batch in _batches(pieces, batch_size, self.batch_chars):
+            batch_texts = [texts[p.index] if p.whole else texts[p.index][p.start:p.end] for p in batch]
+            for piece, doc in zip(batch, nlp.pipe(batch_texts, batch_size=len(batch))):
+                if piece.whole:
+                    results[piece.index] = (doc if with_docs else None, [PhiSpan.of(e) for e in doc.ents])
+                    continue
+                own = [PhiSpan.of(e, piece.start) for e in doc.ents]
+                parts.setdefault(piece.index, []).extend(s for s in own if piece.own_start <= s.start < piece.own_end)
+                if with_docs:
+                    for key, group in doc.spans.items():
+                        kept = [PhiSpan.of(s, piece.start) for s in group]
+                        groups.setdefault(piece.index, {}).setdefault(key, []).extend(
+                            s for s in kept if piece.own_start <= s.start < piece.own_end)
+        for i, spans in parts.items():
+            spans = resolve_overlaps(spans)
+            doc = _doc_from_spans(nlp.tokenizer, texts[i], spans, groups.get(i, {})) if with_docs else None
+            results[i] = (doc, spans)
+        return results
+
+    def _annotate_union(self, texts: list[str], batch_size: int, with_docs: bool) -> list[tuple[Any, list[PhiSpan]]]:
+        """Every loaded pipeline and every extra pack on each text; the union of their spans."""
+        per_member = [self._annotate(nlp, texts, batch_size, with_docs=False) for nlp in self._union_members]
+        results = []
+        for i, text in enumerate(texts):
+            spans = resolve_overlaps([s for member in per_member for s in member[i][1]])
+            doc = None
+            if with_docs:
+                if self._union_tokenizer is None:
+                    import spacy
+
+                    from .tokenization import customize_tokenizer
+
+                    self._union_tokenizer = customize_tokenizer(spacy.blank("xx")).tokenizer
+                doc = _doc_from_spans(self._union_tokenizer, text, spans, {"deid": spans})
+            results.append((doc, spans))
+        return results
+
+
+def _doc_from_spans(tokenizer, text: str, spans: list[PhiSpan], groups: dict[str, list[PhiSpan]]):
+    """A Doc over the whole text (tokenizer only: no length limit) with `spans` as its entities and
+    the span groups, extension values included. Used for documents processed in pieces."""
+    from spacy.tokens import Span
+    from spacy.util import filter_spans
+
+    from . import merger  # noqa: F401  (registers the deid_* span extensions)
+
+    doc = tokenizer(text)
+
+    def make(items: list[PhiSpan]) -> list:
+        made = []
+        for s in items:
+            span = doc.char_span(s.start, s.end, label=s.label, alignment_mode="expand")
+            if span is None:
+                continue
+            for name in SPAN_EXTENSIONS:
+                if Span.has_extension(name):
+                    setattr(span._, name, getattr(s, name.removeprefix("deid_")))
+            made.append(span)
+        return made
+
+    doc.ents = filter_spans(make(spans))
+    for key, items in groups.items():
+        doc.spans[key] = make(items)
+    return doc
