@@ -63,6 +63,7 @@ except ValueError as err:  # pragma: no cover
         raise
 from . import merger  # noqa: F401,E402  (registration is E004-tolerant inside)
 from . import biluo_tagger  # noqa: F401,E402  (idem)
+from . import tokenization  # noqa: F401,E402  (registers deid.Tokenizer.v1, named in the pipeline's config)
 
 __version__ = get_model_meta(Path(__file__).parent)["version"]
 

@@ -5,17 +5,36 @@ identifier ("DNI 12345678Z."). spaCy's default rules keep such strings as one to
 cannot start or end inside them: the training data would need cut tokens that the runtime
 tokenizer never produces. The same rules are applied when the training DocBins are made and when
 deid_<lang> is assembled; they are saved with the pipeline's tokenizer, so the wheel keeps them.
+
+Training must see them too: the training config names the registered tokenizer `deid.Tokenizer.v1`
+(spaCy's tokenizer plus these rules), so the documents the model predicts on while it learns are
+cut like the gold DocBins and like the runtime. With spaCy's plain tokenizer there, every gold
+entity inside "Edad:62" or "nhc-272226" was misaligned, left out of the loss, and never learned.
 """
 
 from __future__ import annotations
 
-from spacy.language import Language
-from spacy.util import compile_infix_regex, compile_suffix_regex
+from typing import Callable
 
-# a letter-ended label glued to its value by a colon: "NHC:0450932" -> "NHC", ":", "0450932"
-PHI_INFIXES = (r"(?<=[^\W\d_]):(?=\w)",)
-# a period right after a number or a number+letter code: "2019." / "12345678Z." lose the period
-PHI_SUFFIXES = (r"(?<=\d)\.", r"(?<=\d[A-Za-z])\.")
+from spacy.language import Language
+from spacy.util import compile_infix_regex, compile_suffix_regex, registry
+
+TOKENIZER_NAME = "deid.Tokenizer.v1"
+
+PHI_INFIXES = (
+    # a letter-ended label glued to its value by a colon: "NHC:0450932" -> "NHC", ":", "0450932"
+    r"(?<=[^\W\d_]):(?=\w)",
+    # a letter prefix hyphenated to a number: "nhc-272226" -> "nhc", "-", "272226"
+    r"(?<=[^\W\d_])-(?=\d)",
+)
+PHI_SUFFIXES = (
+    # a period right after a number or a number+letter code: "2019." / "12345678Z." lose the period
+    r"(?<=\d)\.",
+    r"(?<=\d[A-Za-z])\.",
+    # a period after a lone capital letter: the door of "Calle Rivera 23, 1 C." or an initial "A."
+    # (spans never end with punctuation; lower-case "a." stays a tokenizer exception)
+    r"(?<=\b[^\W\d_a-z])\.",
+)
 
 
 def customize_tokenizer(nlp: Language) -> Language:
@@ -26,3 +45,16 @@ def customize_tokenizer(nlp: Language) -> Language:
     tokenizer.infix_finditer = compile_infix_regex(infixes + [p for p in PHI_INFIXES if p not in infixes]).finditer
     tokenizer.suffix_search = compile_suffix_regex(suffixes + [p for p in PHI_SUFFIXES if p not in suffixes]).search
     return nlp
+
+
+@registry.tokenizers(TOKENIZER_NAME)
+def create_tokenizer() -> Callable[[Language], object]:
+    """spaCy's tokenizer for the language plus the PHI boundary rules (`[nlp] tokenizer` of the
+    training configs, so training, assembly and runtime cut text alike)."""
+    default = registry.tokenizers.get("spacy.Tokenizer.v1")()
+
+    def make(nlp: Language):
+        nlp.tokenizer = default(nlp)  # customize_tokenizer edits nlp.tokenizer in place
+        return customize_tokenizer(nlp).tokenizer
+
+    return make
