@@ -24,3 +24,28 @@ def test_labels_glued_to_values_and_final_periods_are_split(lang, tmp_path):
 def test_customize_is_idempotent():
     nlp = customize_tokenizer(customize_tokenizer(spacy.blank("es")))
     assert [t.text for t in nlp("NHC:12")] == ["NHC", ":", "12"]
+
+
+@pytest.mark.parametrize("lang", ["es", "fr", "en", "de"])
+def test_door_letters_initials_and_hyphenated_codes_are_split(lang):
+    nlp = customize_tokenizer(spacy.blank(lang))
+    assert [t.text for t in nlp("Calle Rivera 23, 1 C.")][-2:] == ["C", "."]
+    assert [t.text for t in nlp("CIPA: nhc-272226.")][2:5] == ["nhc", "-", "272226"]
+    assert [t.text for t in nlp("A. Ruiz")] == ["A", ".", "Ruiz"]
+    assert "Dr." in [t.text for t in nlp("el Dr. Ruiz")]
+
+
+def test_training_config_tokenizes_like_the_runtime():
+    """The rendered training config names deid.Tokenizer.v1: the documents a model predicts on while
+    it trains are cut like the gold DocBins (splits.py) and like the assembled pipeline."""
+    from spacy.util import load_model_from_config
+    from thinc.api import Config
+
+    from deid_factory.render import render_config
+
+    for ner_model in ("parser", "tagger"):
+        config = Config().from_str(render_config("es", ner_model=ner_model))
+        assert config["nlp"]["tokenizer"] == {"@tokenizers": "deid.Tokenizer.v1"}
+        nlp = load_model_from_config(config, auto_fill=True)
+        text = "Edad:62 años. NASS:16 911364589 54. Domicilio: C/ Ontiveros 19, 4 D."
+        assert [t.text for t in nlp.make_doc(text)] == [t.text for t in customize_tokenizer(spacy.blank("es"))(text)]
