@@ -155,11 +155,18 @@ def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float |
     report: dict[str, Any] = {"locale": locale, "config": cfg["_path"]}
     filtered = list(apply_span_filters(read_records(inp), cfg, apply_to, report))
     before = corpus_stats(filtered, names_label)["summary"]
-    kept, th_report = apply_thresholds(filtered, k_std if k_std >= 0 else None, max_names if max_names >= 0 else None,
+    # the thresholds make machine translation safer: records already in the target language (the
+    # native synthetic notes of a mixed build) are not translated and keep their place
+    native = [r for r in filtered if r.meta.get("native_synth")]
+    to_translate = [r for r in filtered if not r.meta.get("native_synth")]
+    kept, th_report = apply_thresholds(to_translate, k_std if k_std >= 0 else None, max_names if max_names >= 0 else None,
                                        names_label, min_spans)
     th_report["report_only"] = keep_all
+    th_report["native_synth_kept"] = len(native)
     if keep_all:
-        kept = filtered
+        kept = to_translate
+    kept_ids = {id(r) for r in kept}
+    kept = [r for r in filtered if id(r) in kept_ids or r.meta.get("native_synth")]  # input order
     write_records(out, kept)
     report["thresholds"] = th_report
     report["records_read"] = len(filtered)

@@ -109,3 +109,22 @@ def test_small_fr_build_through_the_pivot(tmp_path):
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
     labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path)}
     assert {"EMAIL", "DATE"} <= labels
+
+
+def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
+    """`spacy project run build fr` on a machine with no Argos package: translation is skipped with
+    one line saying how to add it, and deid_fr is built from the French synthetic corpus alone."""
+    project = _copy_project("fr", tmp_path)
+    site = tmp_path / "site"
+    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    printed = _weasel(["build", str(project), "--vars.n_records", "24", *SMALL[2:]], cwd=tmp_path, env=env)
+    metrics = _check_build(project, "fr")
+    skipped = [line for line in printed.splitlines() if line.startswith("translation skipped")]
+    report = json.loads((project / "corpus" / "translate_report.json").read_text())
+    assert len(skipped) == 1 and f"{report['skipped_no_route']} es records not used" in skipped[0] and "assets/argos" in skipped[0]
+    assert report["skipped_no_route"] >= 20 and report["native_passed_through"] == 24  # the filter may drop a source record
+    assert json.loads((project / "corpus" / "extract_report.json").read_text())["native_synth"]["records"] == 24
+    assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
+    assert not attempts.exists()
+    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path)}
+    assert {"EMAIL", "DATE"} <= labels
