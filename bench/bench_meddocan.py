@@ -109,6 +109,7 @@ def run_baseline(train_dir: Path, halves: dict[str, Path], max_epochs: int) -> d
     """spaCy's efficiency NER recipe, trained on MEDDOCAN train with the tune half as dev."""
     import spacy
     from spacy.tokens import DocBin
+    from spacy.util import filter_spans
 
     from deid_factory.readers import read_corpus
 
@@ -121,8 +122,8 @@ def run_baseline(train_dir: Path, halves: dict[str, Path], max_epochs: int) -> d
         db = DocBin()
         for r in records:  # spaCy's own tokenizer; an entity that does not fall on its tokens expands to them
             doc = nlp.make_doc(r.text)
-            doc.ents = [e for e in (doc.char_span(s.start, s.end, s.label, alignment_mode="expand") for s in r.spans)
-                        if e is not None]
+            doc.ents = filter_spans([e for e in (doc.char_span(s.start, s.end, s.label, alignment_mode="expand")
+                                                 for s in r.spans) if e is not None])
             db.add(doc)
         db.to_disk(work / f"{name}.spacy")
     config = work / "config.cfg"
