@@ -93,12 +93,12 @@ def score(pipeline: str | Path, halves: dict[str, Path], systems=("ner", "combin
         data = load_corpus(path)
         scored = score_corpus(nlp, data)
         entry = {"throughput": scored["throughput"]}
+        plain = "deid_merger" not in nlp.pipe_names
         for system in systems:
-            if system == "combined" and "deid_merger" not in nlp.pipe_names:
-                continue
-            entry[system] = scored["systems"][system]
-        if "ner" not in entry:  # a plain NER pipeline: doc.ents is its only output
-            entry["ner"] = scored["systems"]["combined"]
+            if plain:  # a plain NER pipeline: doc.ents is its only output (no doc.spans["deid_ner"])
+                entry["ner"] = scored["systems"]["combined"]
+            else:
+                entry[system] = scored["systems"][system]
         if RECALL_KNOB in nlp.pipe_names and "deid_merger" in nlp.pipe_names:
             entry["recall_curve"] = recall_curve(nlp, data)
         out[half] = entry

@@ -63,3 +63,22 @@ def test_bench_runs_without_shared_and_reports_the_projects_own_scores(tmp_path,
     report = (out / "deid.md").read_text()
     assert f"### es held-out ({project})" in report and "| deid_es |" in report and "### Goals" in report
     assert (out / "deid.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_meddocan_scores_a_plain_ner_pipeline_by_its_doc_ents(tmp_path):
+    """The plain-spaCy baseline has no deid_* components: its doc.ents are its NER output. (A bug once
+    scored it from the empty doc.spans["deid_ner"] and reported 0.000 for a model that works.)"""
+    from deid_factory.records import Record, Span, write_records
+
+    spec = importlib.util.spec_from_file_location("bench_meddocan", PROJECT_ROOT / "bench" / "bench_meddocan.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    nlp = spacy.blank("es")
+    ruler = nlp.add_pipe("entity_ruler")
+    ruler.add_patterns([{"label": "PERSON", "pattern": "Elvira"}])
+    nlp.to_disk(tmp_path / "plain")
+    text = "Paciente Elvira ingresa hoy."
+    write_records(tmp_path / "half.jsonl", [Record(id="d1", lang="es", text=text, spans=[Span(9, 15, "PERSON")])])
+    scores = bench.score(tmp_path / "plain", {"final": tmp_path / "half.jsonl"})
+    assert scores["final"]["ner"]["strict"]["micro"]["f"] == 1.0
+    assert "combined" not in scores["final"]
