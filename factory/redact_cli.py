@@ -277,11 +277,14 @@ def project_packs(exclude: set[str]):
 
 def build_router(pipelines: list[str] | None = None, fallback: str | None = None, lang: str | None = None,
                  seed: int = 0, detect_chars: int = 1000, min_confidence: float = DEFAULT_MIN_CONFIDENCE,
-                 min_letters: int = DEFAULT_MIN_LETTERS) -> Router:
+                 min_letters: int = DEFAULT_MIN_LETTERS, recall_bias: float | None = None) -> Router:
     """The router of `factory redact`: the named (default: every installed) deid_* pipelines; with
-    the union fallback, the project's packs of the other languages run too."""
+    the union fallback, the project's packs of the other languages run too. `recall_bias` sets the
+    o_bias of every pipeline's deid_tagger (the recall knob)."""
     router = Router.from_names(pipelines, fallback=None, seed=seed, detect_chars=detect_chars,
                                min_confidence=min_confidence, min_letters=min_letters, force_lang=lang)
+    if recall_bias is not None:
+        set_recall_bias(router.pipelines, recall_bias)
     if fallback is None:
         return router
     extra = project_packs(set(router.pipelines)) if fallback == "union" else []
@@ -289,12 +292,26 @@ def build_router(pipelines: list[str] | None = None, fallback: str | None = None
                   min_confidence=min_confidence, min_letters=min_letters, force_lang=lang, extra_packs=extra)
 
 
+def set_recall_bias(pipelines: dict, bias: float) -> None:
+    """The recall knob of every pipeline: the tagger's o_bias (docs/training.md, "Recall setting").
+    A pipeline without a deid_tagger (a transition-based NER) cannot honour it: refuse rather than
+    redact with less recall than asked for."""
+    if bias < 0:
+        raise ValueError(f"--recall-bias must be >= 0 (got {bias})")
+    without = sorted(lang for lang, nlp in pipelines.items() if "deid_tagger" not in nlp.pipe_names)
+    if without:
+        raise RouterError(f"--recall-bias needs the deid_tagger NER; the pipelines of {', '.join(without)} have none "
+                          "(rebuild with ner_model: tagger, the default)")
+    for nlp in pipelines.values():
+        nlp.get_pipe("deid_tagger").o_bias = float(bias)
+
+
 def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mode: str = "tag",
                  pipelines: list[str] | None = None, fallback: str | None = None, lang: str | None = None,
                  seed: int = 0, batch_size: int = 16, detect_chars: int = 1000,
                  min_confidence: float = DEFAULT_MIN_CONFIDENCE, min_letters: int = DEFAULT_MIN_LETTERS,
                  router: Router | None = None, progress: bool = True, allow_partial: bool = False,
-                 key: bytes | None = None, demo_key: bool = False) -> dict:
+                 key: bytes | None = None, demo_key: bool = False, recall_bias: float | None = None) -> dict:
     """Route, redact (or annotate) and write every document; returns the report.
 
     report["complete"] is False when a document was not written or an input was skipped. A missing
@@ -313,7 +330,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     if missing and not allow_partial:
         raise FileNotFoundError(f"input not found: {', '.join(missing)} (nothing was processed; --allow-partial skips missing inputs)")
     if router is None:
-        router = build_router(pipelines, fallback, lang, seed, detect_chars, min_confidence, min_letters)
+        router = build_router(pipelines, fallback, lang, seed, detect_chars, min_confidence, min_letters, recall_bias)
     problems: list[dict] = []
     unrouted: list[dict] = []
     written_from: dict[str, str] = {}  # output name -> the input that took it
@@ -414,6 +431,8 @@ def redact_command(
     seed: int = typer.Option(0, "--seed", help="Seed of language detection (and of the --demo-key)"),
     key_file: Path = typer.Option(None, "--key-file", help=f"Secret key of surrogate mode (a file of at least 16 bytes; else ${KEY_ENV})"),
     demo_key: bool = typer.Option(False, "--demo-key", help="Surrogate mode with a key derived from --seed: NOT secret, for demonstrations only"),
+    recall_bias: float = typer.Option(None, "--recall-bias", help="Recall knob: the deid_tagger's o_bias (0 = as trained; "
+                                      "higher masks more unsure tokens; see the evaluation report's curve)"),
     batch_size: int = typer.Option(16, "--batch-size", help="Documents per nlp.pipe batch (memory grows with it)"),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Exit 0 even when documents were not written or "
                                        "inputs were skipped (missing inputs are skipped too)"),
@@ -430,7 +449,7 @@ def redact_command(
                               fallback=None if fallback == "none" else fallback, lang=lang, seed=seed,
                               batch_size=batch_size, detect_chars=detect_chars, min_confidence=min_confidence,
                               min_letters=min_letters, progress=not quiet, allow_partial=allow_partial,
-                              key=key, demo_key=demo_key)
+                              key=key, demo_key=demo_key, recall_bias=recall_bias)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: the documents finished are in {out}"
                    + (" (.partial)" if output_format == "jsonl" else ""), err=True)

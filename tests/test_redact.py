@@ -356,3 +356,29 @@ def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys):
     bar = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
     # a percentage needs a total (input bytes), "elapsed<remaining" is the ETA
     assert re.search(r"^redact: 100%\|.*\[\d\d:\d\d<00:00, .*3 docs\]$", bar), bar
+
+
+def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pipeline, tmp_path, caplog):
+    """--recall-bias is the tagger's o_bias: a higher bias turns unsure tokens into PHI, so at least as
+    many characters are tagged; a pipeline without deid_tagger cannot honour it and the run refuses."""
+    import spacy
+
+    from deid_factory.redact_cli import set_recall_bias
+    from deid_factory.runtime.router import RouterError
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "es.txt").write_text(ES_NOTE, encoding="utf-8")
+    tagged = {}
+    for bias in ("0", "30"):
+        out = tmp_path / f"out{bias}"
+        code, printed = _redact([notes, "--out", out, "--pipelines", train_pipeline, "--lang", "es", "--quiet",
+                                 "--recall-bias", bias], caplog)
+        assert code == 0, printed
+        text = (out / "es.txt").read_text(encoding="utf-8")
+        tagged[bias] = len(re.findall(r"\[[A-Z]+\]", text)), len(re.sub(r"\[[A-Z]+\]", "", text))
+    assert tagged["30"][1] < tagged["0"][1]  # fewer characters left in clear text
+    with pytest.raises(RouterError, match="deid_tagger"):
+        set_recall_bias({"xx": spacy.blank("es")}, 2.0)
+    with pytest.raises(ValueError):
+        set_recall_bias({}, -1.0)

@@ -36,7 +36,10 @@ def test_rendered_config_is_a_valid_cnn_ner_config():
     for lang in ("es", "de"):
         cfg = load_config_from_str(render_config(lang), interpolate=False)
         assert cfg["nlp"]["lang"] == lang
-        assert cfg["nlp"]["pipeline"] == ["tok2vec", "ner"]
+        assert cfg["nlp"]["pipeline"] == ["tok2vec", "deid_tagger"]  # the default NER: the BILUO tagger
+        assert cfg["components"]["deid_tagger"]["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
+        parser = load_config_from_str(render_config(lang, ner_model="parser"), interpolate=False)
+        assert parser["nlp"]["pipeline"] == ["tok2vec", "ner"]
         assert cfg["components"]["tok2vec"]["model"]["embed"]["attrs"] == ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
         assert cfg["components"]["tok2vec"]["model"]["encode"]["@architectures"] == "spacy.MaxoutWindowEncoder.v2"
         assert cfg["training"]["dropout"] == 0.2
