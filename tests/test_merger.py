@@ -102,3 +102,17 @@ def test_ner_spans_are_cut_at_line_breaks():
     assert [t.text for t in doc][3] == "\n"
     merged = _merge(doc)
     assert [(e.text, e.label_) for e in merged.ents] == [("Ana Bujons Tur", "PERSON"), ("Calle Mayor", "PERSON")]
+
+
+def test_a_loser_keeps_the_tokens_the_winner_does_not_cover():
+    """Fail closed: a higher-priority span that only partly overlaps a lower one wins the overlap,
+    and the rest of the loser stays PHI under its own label; nothing a detector flagged leaks."""
+    #          0        1         2   3   4   5
+    doc = _doc("Calle Teléfono 612 345 678 hoy", ner=[(0, 3, "LOCATION")], regex=[(2, 5, "PHONE", 0.8)])
+    out = _merge(doc)
+    assert [(e.start, e.end, e.label_) for e in out.ents] == [(0, 3, "LOCATION"), (3, 5, "PHONE")]
+    # a loser inside the winner leaves nothing; one that sticks out on both sides keeps both ends
+    doc = _doc("a b c d e f", ner=[(1, 5, "PERSON")], regex=[(2, 3, "DATE", 0.8)])
+    assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 5, "PERSON")]
+    doc = _doc("a b c d e f", ner=[(2, 3, "PERSON")], regex=[(1, 5, "ID", 0.8)])
+    assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 2, "ID"), (2, 3, "PERSON"), (3, 5, "ID")]

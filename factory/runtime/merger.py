@@ -15,6 +15,9 @@ Resolution (documented in docs/router.md):
        1 = regex match with a structured label (pattern only, no check digits),
        0 = anything else (e.g. NER guessing a structured label, regex guessing a name);
      ties go to the longer span, then the higher score.
+     The loser's tokens that the winner does not cover stay PHI, as spans of the loser's label:
+     what any detector flagged is never let out because another one disagreed on the label
+     (a NER "ADDRESS" over "Teléfono 612" must not free the "345 678" of a regex PHONE).
 NER spans are first cut at line breaks (see split_at_line_breaks).
 Keeping the three views (NER alone, regex alone, merged) on every Doc lets the evaluation
 score each of them from one pass.
@@ -91,8 +94,11 @@ def resolve(candidates: list[_Candidate], structured: set[str], ner_first: set[s
         return (-best, -(c.end - c.start), -c.score, c.start)
 
     chosen = NonOverlapping()
-    for c in sorted(merged, key=rank):
-        chosen.add(c.start, c.end, c)
+    losers = [c for c in sorted(merged, key=rank) if not chosen.add(c.start, c.end, c)]
+    # 3. fail closed: the parts of a loser that no winner covers are kept with the loser's label
+    for c in losers:
+        for start, end in chosen.uncovered(c.start, c.end):
+            chosen.add(start, end, _Candidate(start, end, c.label, c.source, c.score, c.validated, c.kind))
     return chosen.items()
 
 

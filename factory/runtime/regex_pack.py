@@ -134,6 +134,20 @@ class NonOverlapping:
         self.values.insert(i, value)
         return True
 
+    def uncovered(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of [start, end) that no kept interval covers."""
+        gaps, pos = [], start
+        i = max(bisect.bisect_right(self.starts, start) - 1, 0)
+        while i < len(self.starts) and self.starts[i] < end:
+            if self.ends[i] > pos:
+                if self.starts[i] > pos:
+                    gaps.append((pos, self.starts[i]))
+                pos = self.ends[i]
+            i += 1
+        if pos < end:
+            gaps.append((pos, end))
+        return gaps
+
     def items(self) -> list:
         """The kept values, by position."""
         return list(self.values)
