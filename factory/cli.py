@@ -101,6 +101,12 @@ app.command("redact", rich_help_panel=USE)(redact_command)
 # after evaluate in spirit; listed here so the build panel keeps its order (tests/test_cli.py)
 app.command("errors", rich_help_panel=USE)(errors_command)
 
+# ------------------------------------------------------------------ improve a pipeline (after train/assemble)
+# its own panel, listed after the build and use panels, whose order tests/test_cli.py pins
+from .selftrain import selftrain_command  # noqa: E402
+
+app.command("selftrain", rich_help_panel="Improve a pipeline")(selftrain_command)
+
 # ------------------------------------------------------------------ locales, packs, project files
 from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
 from .render import render_projects_command  # noqa: E402
