@@ -30,7 +30,7 @@ is cut back to the strings of the labelling base pipeline (trained on gold data 
 labels, so nothing of the notes' text is in the pipeline folders beyond the weights (the
 features are hashes; the strings are not needed to predict).
 
-Defaults: factory/selftrain.yml. Command: `factory selftrain` (docs/self_training.md).
+Defaults: factory/templates/selftrain.yml. Command: `factory selftrain` (docs/self_training.md).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ from .records import OutputError, RecordError, write_bytes_atomic, write_text_at
 
 log = logging.getLogger(__name__)
 
-SETTINGS_FILE = Path(__file__).resolve().parent / "selftrain.yml"
+# in templates/, which the package data carries (a plain `pip install .` ships it)
+SETTINGS_FILE = Path(__file__).resolve().parent / "templates" / "selftrain.yml"
 UNCERTAIN_POLICIES = ("mask", "drop")
 TAGGER = "deid_tagger"
 MERGER = "deid_merger"
@@ -64,7 +65,7 @@ class SelfTrainError(RuntimeError):
 
 # --------------------------------------------------------------------------- settings
 def load_settings(path: str | Path | None = None, **overrides) -> dict:
-    """The defaults of factory/selftrain.yml, updated with a user file and then `overrides`
+    """The defaults of factory/templates/selftrain.yml, updated with a user file and then `overrides`
     (None values ignored; a `thresholds` mapping updates the per-label thresholds)."""
     settings = yaml.safe_load(SETTINGS_FILE.read_text(encoding="utf-8")) or {}
     layers = []
@@ -352,6 +353,30 @@ def dev_scores(pipeline_dir: str | Path, dev_data) -> dict:
             "token_recall": scored["combined"]["token_recall"]}
 
 
+def _dev_docbin(dev_data, lang: str, path: Path) -> Path:
+    """An annotated dev set as a DocBin with the runtime tokenizer (as splits.write_splits makes them);
+    documents whose spans cannot be entities (overlaps) are left out and counted in the log."""
+    import spacy
+    from spacy.tokens import DocBin
+
+    from .records import Record, Span
+    from .runtime.tokenization import customize_tokenizer
+    from .splits import record_to_doc
+
+    nlp = customize_tokenizer(spacy.blank(lang))
+    db, skipped = DocBin(store_user_data=False), 0
+    for rid, text, spans in dev_data:
+        doc = record_to_doc(nlp, Record(rid, lang, text, [Span(a, b, label) for a, b, label in spans]))
+        if doc is None:
+            skipped += 1
+        else:
+            db.add(doc)
+    if skipped:
+        log.warning("dev set: %d documents with overlapping spans left out of early stopping", skipped)
+    write_bytes_atomic(path, db.to_bytes())
+    return path
+
+
 def _copy_pipeline(src: Path, dst: Path) -> None:
     from .package import _atomic_dir
 
@@ -374,14 +399,18 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
                config_path: str | Path, out_dir: str | Path, *, lang: str, corpus_dir: str | Path | None = None,
                pipeline_out: str | Path | None = None, pack_dir: str | Path | None = None, version: str = "0.1.0",
                settings: Mapping[str, Any] | None = None, gpu_id: int = -1, max_epochs: int = 20, patience: int = 5,
-               init: str = "blank", seed: int | None = None, vectors: str = "", batch_size: int = 32) -> dict:
+               init: str = "blank", seed: int | None = None, vectors: str = "", batch_size: int = 32,
+               label_map: str | None = None) -> dict:
     """Self-train; returns the report also written to OUT/selftrain_report.json.
 
     pipeline_dir: the assembled pipeline that labels the notes, or a trained model folder
     (training/model-best), assembled first with `lang`'s regex pack (pack_dir). Round r writes
     CORPUS_DIR/round-r/{pseudo,train}.spacy (the notes' text: corpus_dir must be the project's
     corpus folder; default OUT/corpus) and OUT/round-r/{model,pipeline}. pipeline_out: where the
-    best pipeline (the base one when no round improved dev) is copied at the end."""
+    best pipeline (the base one when no round improved dev) is copied at the end.
+    dev_docbin: the build's dev DocBin, or a small annotated set of your own in any format that
+    `evaluate` reads (records JSONL, brat folder, i2b2 XML; brat/i2b2 labels mapped with
+    label_map), written as CORPUS_DIR/dev.spacy with the runtime tokenizer for early stopping."""
     import spacy
     from spacy.tokens import DocBin
 
@@ -395,7 +424,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
     corpus_dir = Path(corpus_dir) if corpus_dir is not None else out_dir / "corpus"
     pipeline_dir = Path(pipeline_dir)
     for path, what in ((pipeline_dir, "pipeline or trained model"), (train_docbin, "training DocBin"),
-                       (dev_docbin, "dev DocBin"), (config_path, "training config")):
+                       (dev_docbin, "dev set"), (config_path, "training config")):
         if not Path(path).exists():
             raise SelfTrainError(f"{path}: {what} not found")
     texts, read_counts = read_unlabeled(unlabeled_path, int(settings.get("max_notes") or 0))
@@ -408,7 +437,11 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         pipeline_dir = base
     base_strings = set(read_strings(pipeline_dir))
     gold_counts = gold_label_counts(train_docbin)
-    dev_data = load_corpus(dev_docbin)
+    dev_data = load_corpus(dev_docbin, lang=lang, label_map=label_map or None)
+    if not dev_data:
+        raise SelfTrainError(f"{dev_docbin}: no dev documents")
+    if Path(dev_docbin).suffix != ".spacy":
+        dev_docbin = _dev_docbin(dev_data, lang, corpus_dir / "dev.spacy")
     best = dev_scores(pipeline_dir, dev_data)
     best_pipeline, best_round = pipeline_dir, 0
     log.info("round 0 (base pipeline): dev strict F1 %.4f", best["strict_f"])
@@ -482,7 +515,9 @@ def selftrain_command(
     unlabeled: str = typer.Argument(..., help="Unlabeled notes: a .txt file, a .jsonl file (`text` field) or a folder of them; "
                                     "'-' = none (the pipeline stays as trained)"),
     train: Path = typer.Option(..., "--train", help="Gold training DocBin (corpus/final/train.spacy)"),
-    dev: Path = typer.Option(..., "--dev", help="Dev DocBin: early stopping and the round-by-round score"),
+    dev: Path = typer.Option(..., "--dev", help="Dev set: the build's dev DocBin, or your own small annotated set "
+                             "(records JSONL, brat folder, i2b2 XML): early stopping and the round-by-round score"),
+    label_map: str = typer.Option(None, "--label-map", help="Label map of a brat/i2b2 dev set (e.g. meddocan)"),
     config: Path = typer.Option(..., "--config", "-c", help="spaCy training config (configs/config.cfg)"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (round models, selftrain_report.json)"),
     lang: str = typer.Option(..., "--lang", "-l", help="Language code"),
@@ -491,7 +526,7 @@ def selftrain_command(
     pipeline_out: Path = typer.Option(None, "--pipeline-out", help="Copy the best pipeline here (e.g. training/pipeline)"),
     pack_dir: Path = typer.Option(None, "--pack-dir", help="Regex pack folder (default regex_packs/<lang>)"),
     version: str = typer.Option("0.1.0", "--version"),
-    settings_file: Path = typer.Option(None, "--settings", help="YAML overriding factory/selftrain.yml"),
+    settings_file: Path = typer.Option(None, "--settings", help="YAML overriding factory/templates/selftrain.yml"),
     rounds: int = typer.Option(None, "--rounds", help="Maximum rounds (default: selftrain.yml)"),
     gpu_id: int = typer.Option(-1, "--gpu-id", "-g"),
     max_epochs: int = typer.Option(20, "--max-epochs"),
@@ -502,6 +537,7 @@ def selftrain_command(
 ) -> None:
     """Self-training: label unlabeled notes with the pipeline, keep the confident spans, retrain on
     gold + pseudo labels, repeat while dev strict F1 improves. Reports counts and scores, no text."""
+    from .evaluate import EvalError
     from .package import PackageError, assemble_pipeline
     from .train import TrainError
 
@@ -524,8 +560,8 @@ def selftrain_command(
         report = self_train(pipeline, unlabeled, train, dev, config, out, lang=lang, corpus_dir=corpus_dir,
                             pipeline_out=pipeline_out, pack_dir=pack_dir, version=version,
                             settings=load_settings(settings_file, rounds=rounds), gpu_id=gpu_id, max_epochs=max_epochs,
-                            patience=patience, init=init, seed=seed, vectors=vectors)
-    except (SelfTrainError, TrainError, PackageError) as err:
+                            patience=patience, init=init, seed=seed, vectors=vectors, label_map=label_map)
+    except (SelfTrainError, TrainError, PackageError, EvalError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     short = [{"round": 0, "dev_strict_f": report["baseline"]["dev"]["strict_f"]}]

@@ -281,7 +281,9 @@ def test_rounds_go_on_while_dev_improves_and_the_best_pipeline_is_kept(selftrain
     notes.mkdir()
     for i, r in enumerate(run["unlabeled"][:8]):
         (notes / f"{i}.txt").write_text(r["text"], encoding="utf-8")
-    report = st.self_train(root / "base" / "model-best", notes, root / "gold" / "train.spacy", root / "gold" / "dev.spacy",
+    dev = tmp_path / "my_dev.jsonl"  # a small annotated set of one's own, as records
+    srsly.write_jsonl(dev, run["gold"][-8:])
+    report = st.self_train(root / "base" / "model-best", notes, root / "gold" / "train.spacy", dev,
                            run["config"], tmp_path / "out", lang="es", corpus_dir=tmp_path / "corpus",
                            pipeline_out=tmp_path / "final", settings=load_settings(rounds=3), max_epochs=1, patience=1, seed=0)
     assert [r["accepted"] for r in report["rounds"]] == [True, False]
@@ -290,6 +292,9 @@ def test_rounds_go_on_while_dev_improves_and_the_best_pipeline_is_kept(selftrain
     assert scored == [tmp_path / "out" / "round-0" / "pipeline", tmp_path / "out" / "round-1" / "pipeline",
                       tmp_path / "out" / "round-2" / "pipeline"]
     assert len(labelled_by) == 2
+    assert (tmp_path / "corpus" / "dev.spacy").exists()  # the JSONL dev set, as a DocBin for early stopping
+    summary = json.loads((tmp_path / "out" / "round-1" / "model" / "train_summary.json").read_text())
+    assert summary["dev_docs"] == 8
     # the result is round 1's pipeline
     assert (tmp_path / "final" / "deid_tagger" / "model").read_bytes() == \
         (tmp_path / "out" / "round-1" / "pipeline" / "deid_tagger" / "model").read_bytes()
