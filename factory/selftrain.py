@@ -238,12 +238,12 @@ def label_notes(nlp, texts: Sequence[str], batch_size: int = 32) -> list[Labelle
                 mass = {label: p[:, cols].sum(axis=1) for label, cols in columns.items()}
             candidates = []
             for ent in doc.ents:
+                source = ent._.deid_source or "ner"  # set by the merger: "ner", "regex" or "ner+regex"
                 if tagger is None:
-                    ner = 1.0 if "ner" in (ent._.deid_source or "ner") else 0.0
+                    ner = 1.0 if "ner" in source else 0.0
                 else:
                     ner = float(mass[ent.label_][ent.start:ent.end].min()) if ent.label_ in mass else 0.0
-                source = ent._.deid_source if ent.has_extension("deid_source") else None
-                regex = float(ent._.deid_score or 0.0) if source and "regex" in source else 0.0
+                regex = float(ent._.deid_score or 0.0) if "regex" in source else 0.0
                 candidates.append(Candidate(index, ent.start, ent.end, ent.label_, round(max(ner, regex), 6)))
             notes.append(LabelledNote([t.text for t in doc], [bool(t.whitespace_) for t in doc], candidates,
                                       token_conf))
