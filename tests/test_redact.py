@@ -275,6 +275,31 @@ def test_a_short_note_is_routed_by_its_declared_or_forced_language_never_by_a_gu
         assert "Lucía" not in redacted and "Ferrer" not in redacted and "[PERSON]" in redacted
 
 
+def test_spanish_notes_detected_as_portuguese_are_not_written_unless_their_language_is_given(tmp_path, caplog):
+    """Issue 13: with only deid_es installed, short Spanish notes that langdetect reads as Portuguese
+    were written with their names in place ("NOMBRE: ...", "Firmado: Dr. ..."), exit status 0."""
+    from deid_factory.redact_cli import redact_files
+    from deid_factory.runtime.router import Router
+
+    es_only = _router().pipelines["es"]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "nombre.txt").write_text("NOMBRE: Ana Souto Pereira. NHC: 123456. Fecha de nacimiento: 12/03/1960.", encoding="utf-8")
+    (notes / "firma.txt").write_text("Se remite a consulta externa de Neumología. Firmado: Dr. Tiago Moreira Lopes.", encoding="utf-8")
+    with caplog.at_level("INFO"):
+        report = redact_files([notes], tmp_path / "out", "text", router=Router({"es": es_only}), progress=False)
+    assert report["written"] == 0 and report["not_written"] == 2 and report["complete"] is False
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+    reasons = {u["id"]: u["reason"] for u in report["unrouted"]}
+    assert reasons["nombre"] == "detected 'pt' (1.00), which has no pipeline"
+    assert reasons["firma"].startswith("detected 'pt' (0.")  # es came second, below the floor
+    assert "Souto" not in caplog.text and "Moreira" not in caplog.text
+    # the user who knows the language says so, and every note is redacted by the es pipeline
+    report = redact_files([notes], tmp_path / "forced", "text", router=Router({"es": es_only}, force_lang="es"), progress=False)
+    assert report["complete"] and report["router"]["by_pipeline"] == {"es": 2}
+    assert "[DATE]" in (tmp_path / "forced" / "nombre.txt").read_text(encoding="utf-8")
+
+
 def test_union_fallback_runs_every_pipeline_and_every_pack_of_the_project(train_pipeline, tmp_path, caplog):
     notes = tmp_path / "notes"
     notes.mkdir()
