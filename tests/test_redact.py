@@ -369,6 +369,47 @@ def test_a_misspelled_input_or_skipped_inputs_fail_the_run(train_pipeline, tmp_p
     assert code == 3 and "no .txt or .jsonl files" in printed and "0 documents written" in printed
 
 
+def test_a_killed_run_keeps_every_document_it_finished_whole(train_pipeline, tmp_path):
+    """Issue 13: outputs are committed file by file, so a run killed with SIGKILL (no clean-up at
+    all, as an out-of-memory kill) keeps what it finished: whole .txt files, and whole JSONL rows in
+    OUT.partial; a finished OUT is never left half-written."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    n = 3000
+    for i in range(n):
+        (notes / f"n{i:04d}.txt").write_text(ES_NOTE.replace("54 años", f"{i % 90 + 10} años"), encoding="utf-8")
+    for output_format, out in (("text", tmp_path / "out"), ("jsonl", tmp_path / "out.jsonl")):
+        proc = subprocess.Popen([sys.executable, "-m", "deid_factory", "redact", str(notes), "--out", str(out), "--format",
+                                 output_format, "--pipelines", str(train_pipeline), "--lang", "es", "--quiet"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        partial = out.with_name(out.name + ".partial")
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (out.is_dir() and any(out.glob("*.txt"))) or (partial.exists() and partial.stat().st_size):
+                break
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before it could be killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if output_format == "text":
+            done = sorted(out.glob("*.txt"))
+            assert 0 < len(done) < n
+            for path in done:  # each one whole and redacted
+                text = path.read_text(encoding="utf-8")
+                assert text.endswith("[EMAIL].") and "612 345 678" not in text and "lucia.ferrer" not in text, path
+        else:
+            assert not out.exists()
+            data = partial.read_bytes()
+            assert data.endswith(b"\n")
+            rows = [json.loads(line) for line in data.decode("utf-8").splitlines()]
+            assert 0 < len(rows) < n and all(r["redacted"].endswith("[EMAIL].") for r in rows)
+
+
 def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys):
     from deid_factory.redact_cli import redact_files
     from deid_factory.runtime.router import Router

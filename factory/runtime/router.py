@@ -184,13 +184,14 @@ class LangDetect:
         rnd.seed(seed)
         # random.choice(seq) is seq[rnd._randbelow(len(seq))], which draws getrandbits(k) until below len(seq)
         getrandbits, bits = rnd.getrandbits, n_picks.bit_length()
-        take, multiply = np.take, np.multiply.reduce
+        multiply = np.multiply.reduce
         work = np.empty((6, n_langs))  # the probabilities, then the factors of up to five updates
         langprob = np.zeros(n_langs)
         for _ in range(self.N_TRIAL):
             prob = work[0]
             prob.fill(1.0 / n_langs)
             weighted = doc_table + (self.ALPHA + rnd.gauss(0.0, 1.0) * self.ALPHA_WIDTH) / self.BASE_FREQ
+            take = weighted.take
             i, size = 0, 1  # updates 0, then 1-5, 6-10...: a convergence check after each run
             while True:
                 drawn = []
@@ -199,7 +200,7 @@ class LangDetect:
                     while r >= n_picks:
                         r = getrandbits(bits)
                     drawn.append(picks[r])
-                take(weighted, drawn, axis=0, out=work[1:size + 1])
+                take(drawn, 0, work[1:size + 1])
                 multiply(work[:size + 1], axis=0, out=prob)  # row by row, as langdetect's loop does
                 i += size - 1
                 values = prob.tolist()
@@ -517,7 +518,7 @@ class Router:
                 return Route(lang, lang, 1.0, "declared")
             return self._unroutable(lang, 1.0, "declared", f"declared language {lang!r} has no pipeline")
         sample = text[: self.detect_chars]
-        letters = sum(ch.isalpha() for ch in sample)
+        letters = sum(map(str.isalpha, sample))
         if letters < self.min_letters:
             return self._unroutable(UNKNOWN, 0.0, "detected",
                                     f"too short to detect its language ({letters} letters, need {self.min_letters})")
