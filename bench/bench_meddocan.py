@@ -58,6 +58,10 @@ VARIANTS: dict[str, tuple[str, list[str], dict]] = {
                         {"ner_model": "tagger"}),
     "tagger_wide": ("native path, tagger, tok2vec width 128, depth 6, hash rows x2",
                     [], {"ner_model": "tagger", "width": 128, "depth": 6, "rows_factor": 2}),
+    "tagger_narrow": ("native path, tagger, tok2vec width 64, depth 2",
+                      [], {"ner_model": "tagger", "width": 64, "depth": 2}),
+    "tagger_long": ("native path, tagger, up to 30 epochs, patience 8",
+                    ["--vars.max_epochs", "30", "--vars.patience", "8"], {"ner_model": "tagger"}),
 }
 
 
