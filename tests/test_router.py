@@ -243,8 +243,10 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
             return []
 
     for seed in (0, 3):
-        for text in texts:
-            assert sorted(detector.probabilities(text, seed)) == sorted(reference(text, seed)), text
+        expected = [sorted(reference(text, seed)) for text in texts]
+        assert [sorted(detector.probabilities(text, seed)) for text in texts] == expected
+        # many texts at once (the router's way): the same numbers
+        assert [sorted(found) for found in detector.probabilities_many(texts, seed)] == expected
     notes = [(ES + " " + FR + " ") * 4, (FR + " " + ES + " ") * 4, IT * 6] * 6
     start = time.process_time()
     for text in notes:
@@ -255,11 +257,29 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
         detector.probabilities(text[:1000], 0)
     ours = time.process_time() - start
     assert ours < 0.6 * theirs, (ours, theirs)  # 0.42 measured (CPU time of this process)
+    start = time.process_time()
+    detector.probabilities_many([text[:1000] for text in notes], 0)
+    assert time.process_time() - start < 0.3 * theirs  # 0.16 measured
+
+
+@pytest.mark.parametrize("window", [3, 40, 300])
+def test_detection_of_many_texts_equals_one_by_one_when_it_reads_past_its_window(window):
+    """probabilities_many reads each seed's random words ahead; a text that needs more (long trials)
+    is computed alone: the same result either way, settled or not."""
+    from deid_factory.runtime.router import LangDetect
+
+    detector = LangDetect()
+    detector.WINDOW_WORDS = window
+    texts = DETECT_TEXTS + [ES * 3, FR * 3, IT * 3, (ES + " " + IT) * 2]
+    for settle in (None, ({"es", "fr"}, 0.5), ({"es", "it"}, 0.9)):
+        assert detector.probabilities_many(texts, 0, settle) == [detector.probabilities(t, 0, settle) for t in texts]
 
 
 def test_routing_stops_detecting_once_the_language_is_sure_and_decides_as_the_full_detection(train_router_pipelines):
     router = Router(train_router_pipelines)
-    for text in DETECT_TEXTS + [ES * 3, FR * 3]:
+    texts = DETECT_TEXTS + [ES * 3, FR * 3]
+    assert router.route_many(texts) == [router.route(text) for text in texts]
+    for text in texts:
         full = router.probabilities(text)  # all 7 trials
         route = router.route(text)
         if route.how == "detected" and route.pipeline != "none":
