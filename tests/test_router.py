@@ -216,7 +216,8 @@ DETECT_TEXTS = [ES, FR, IT, "NOMBRE: María Pérez Sánchez", "Hola, buenos día
                 "Patient JOHN SMITH, MRN 12345, seen by DR. ADAMS in the ER.", "東京都の病院に入院した患者です。",
                 "Пациент поступил в больницу с болью в груди.", "مريض في المستشفى", "ỗỗỗỗ ạạạ ab ễ",
                 "Tôi là người Việt Nam, tôi sống ở Hà Nội và làm việc ở bệnh viện", "Der Patient wurde stationär aufgenommen.",
-                "Firmado: Dr. Álvaro Ruiz. Servicio de Medicina Interna, Hospital Clínico Universitario."]
+                "Firmado: Dr. Álvaro Ruiz. Servicio de Medicina Interna, Hospital Clínico Universitario.",
+                "Nguye\u0302\u0303n  Va\u0306n   A\u0301nh  đang ở bệnh vie\u0323\u0302n,   tha\u0300nh pho\u0302\u0301 Hue\u0302\u0301"]
 
 
 def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time():

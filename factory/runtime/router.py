@@ -100,6 +100,7 @@ class LangDetect:
         self._probs = factory.word_lang_prob_map
         self._url, self._mail = Detector.URL_RE, Detector.MAIL_RE
         self._normalize_vi = NGram.normalize_vi
+        self._dmarks = tuple(NGram.DMARK_CLASS)  # the combining marks normalize_vi looks for
         # NGram.normalize changes characters of the Basic Multilingual Plane only
         self._translate = {cp: norm for cp in range(0x10000)
                            if not 0xD800 <= cp <= 0xDFFF and (norm := NGram.normalize(chr(cp))) != chr(cp)}
@@ -119,10 +120,19 @@ class LangDetect:
         return row
 
     def _text(self, text: str) -> str:
-        """Detector.append() and cleaning_text(), then NGram.normalize() of every character."""
-        text = self._normalize_vi(self._mail.sub(" ", self._url.sub(" ", text)))
-        text = self._SPACES.sub(" ", text[: self.MAX_TEXT_LENGTH])  # a space after a space is dropped
-        if len(self._LATIN.findall(text)) * 2 < len(self._NON_LATIN.findall(text)):
+        """Detector.append() and cleaning_text(), then NGram.normalize() of every character. Each
+        step is skipped where it cannot change the text (no "http", no "@", no combining mark, no
+        two spaces, no character from U+0300)."""
+        if "http" in text:
+            text = self._url.sub(" ", text)
+        if "@" in text:
+            text = self._mail.sub(" ", text)
+        if any(mark in text for mark in self._dmarks):
+            text = self._normalize_vi(text)
+        text = text[: self.MAX_TEXT_LENGTH]
+        if "  " in text:
+            text = self._SPACES.sub(" ", text)  # a space after a space is dropped
+        if self._NON_LATIN.search(text) and len(self._LATIN.findall(text)) * 2 < len(self._NON_LATIN.findall(text)):
             text = self._LATIN.sub("", text)
         return text.translate(self._translate)
 
