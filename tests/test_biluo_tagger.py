@@ -66,6 +66,25 @@ def test_decode_always_gives_a_valid_sequence_and_follows_confident_tags():
     assert _valid([tagger.labels[i] for i in tagger.decode(probs)])
 
 
+def test_entities_never_start_or_end_on_whitespace_tokens():
+    """A run of spaces is a token of its own: tagged into an entity, it must not become part of
+    the entity's offsets (a name padded to a column came out as 'Anna Bujons Tur      ')."""
+    tagger = _tagger()
+    doc = spacy.blank("es")("Nombre: Anna Bujons Tur        Fecha: 3 de mayo")
+    tokens = [t.text for t in doc]
+    pad = next(i for i, t in enumerate(doc) if t.is_space)
+    tags = ["O"] * len(doc)
+    start = tokens.index("Anna")
+    tags[start:pad + 1] = ["B-PERSON"] + ["I-PERSON"] * (pad - start - 1) + ["L-PERSON"]
+    ids = [tagger.labels.index(t) for t in tags]
+    spans = tagger.spans_from_tags(doc, ids)
+    assert [(s.text, s.label_) for s in spans] == [("Anna Bujons Tur", "PERSON")]
+    # an entity that is nothing but whitespace disappears
+    only_space = ["O"] * len(doc)
+    only_space[pad] = "U-PERSON"
+    assert tagger.spans_from_tags(doc, [tagger.labels.index(t) for t in only_space]) == []
+
+
 def test_o_bias_turns_unsure_tokens_into_phi():
     tagger = _tagger()
     n_tags = len(tagger.labels)
