@@ -313,6 +313,23 @@ def test_union_fallback_runs_every_pipeline_and_every_pack_of_the_project(train_
     assert "went to the fallback 'union'" in printed and not [phi for phi in EN_PHI if phi in printed]
 
 
+def test_a_named_fallback_pipeline_takes_what_no_pipeline_takes(train_pipeline, tmp_path, caplog):
+    """The other opt-in of issue 13: `--fallback es` (a Spanish-only warehouse) sends unroutable
+    documents to that pipeline, says so in one line per document, and the run is complete."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "en.txt").write_text(EN_NOTE, encoding="utf-8")
+    (notes / "short.txt").write_text(SHORT_ES, encoding="utf-8")
+    out = tmp_path / "out"
+    code, printed = _redact([notes, "--out", out, "--pipelines", train_pipeline, "--fallback", "es", "--quiet"], caplog)
+    assert code == 0, printed
+    assert sorted(p.name for p in out.iterdir()) == ["en.txt", "short.txt"]
+    assert "t.wexley@example.org" not in (out / "en.txt").read_text(encoding="utf-8")
+    assert printed.count("went to the fallback 'es'") == 2 and not [phi for phi in EN_PHI if phi in printed]
+    code, printed = _redact([notes, "--out", tmp_path / "x", "--pipelines", train_pipeline, "--fallback", "it"], caplog)
+    assert code == 1 and "fallback 'it' is not 'union' nor one of the loaded pipelines" in printed
+
+
 def test_brat_output_is_redacted_and_the_phi_strings_need_mode_annotate(train_pipeline, tmp_path, caplog):
     from deid_factory.readers import read_corpus
 
