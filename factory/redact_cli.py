@@ -277,7 +277,7 @@ def project_packs(exclude: set[str]):
 
 def build_router(pipelines: list[str] | None = None, fallback: str | None = None, lang: str | None = None,
                  seed: int = 0, detect_chars: int = 1000, min_confidence: float = DEFAULT_MIN_CONFIDENCE,
-                 min_letters: int = DEFAULT_MIN_LETTERS, recall_bias: float | None = None) -> Router:
+                 min_letters: int = DEFAULT_MIN_LETTERS, recall_bias: float | str | None = None) -> Router:
     """The router of `factory redact`: the named (default: every installed) deid_* pipelines; with
     the union fallback, the project's packs of the other languages run too. `recall_bias` sets the
     o_bias of every pipeline's deid_tagger (the recall knob)."""
@@ -292,12 +292,16 @@ def build_router(pipelines: list[str] | None = None, fallback: str | None = None
                   min_confidence=min_confidence, min_letters=min_letters, force_lang=lang, extra_packs=extra)
 
 
-def set_recall_bias(pipelines: dict, bias: float) -> None:
-    """The recall knob of every pipeline: the tagger's o_bias (docs/training.md, "Recall setting").
-    A pipeline without a deid_tagger (a transition-based NER) cannot honour it: refuse rather than
-    redact with less recall than asked for."""
-    if bias < 0:
-        raise ValueError(f"--recall-bias must be >= 0 (got {bias})")
+def set_recall_bias(pipelines: dict, bias: float | str) -> None:
+    """The recall knob of every pipeline: the tagger's o_bias, a number or a preset name ("high",
+    docs/training.md "Recall setting"). A pipeline without a deid_tagger (a transition-based NER)
+    cannot honour it: refuse rather than redact with less recall than asked for."""
+    from .runtime.biluo_tagger import recall_bias
+
+    try:
+        bias = recall_bias(bias)
+    except ValueError as err:
+        raise ValueError(f"--recall-bias: {err}") from None
     without = sorted(lang for lang, nlp in pipelines.items() if "deid_tagger" not in nlp.pipe_names)
     if without:
         raise RouterError(f"--recall-bias needs the deid_tagger NER; the pipelines of {', '.join(without)} have none "
@@ -311,7 +315,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
                  seed: int = 0, batch_size: int = 16, detect_chars: int = 1000,
                  min_confidence: float = DEFAULT_MIN_CONFIDENCE, min_letters: int = DEFAULT_MIN_LETTERS,
                  router: Router | None = None, progress: bool = True, allow_partial: bool = False,
-                 key: bytes | None = None, demo_key: bool = False, recall_bias: float | None = None) -> dict:
+                 key: bytes | None = None, demo_key: bool = False, recall_bias: float | str | None = None) -> dict:
     """Route, redact (or annotate) and write every document; returns the report.
 
     report["complete"] is False when a document was not written or an input was skipped. A missing
@@ -431,8 +435,9 @@ def redact_command(
     seed: int = typer.Option(0, "--seed", help="Seed of language detection (and of the --demo-key)"),
     key_file: Path = typer.Option(None, "--key-file", help=f"Secret key of surrogate mode (a file of at least 16 bytes; else ${KEY_ENV})"),
     demo_key: bool = typer.Option(False, "--demo-key", help="Surrogate mode with a key derived from --seed: NOT secret, for demonstrations only"),
-    recall_bias: float = typer.Option(None, "--recall-bias", help="Recall knob: the deid_tagger's o_bias (0 = as trained; "
-                                      "higher masks more unsure tokens; see the evaluation report's curve)"),
+    recall_bias: str = typer.Option(None, "--recall-bias", help="Recall knob: the deid_tagger's o_bias, a number (0 = as "
+                                    "trained; higher masks more unsure tokens; see the evaluation report's curve) or "
+                                    "'high' (token recall >= 0.99 on real Spanish notes, docs/training.md)"),
     batch_size: int = typer.Option(16, "--batch-size", help="Documents per nlp.pipe batch (memory grows with it)"),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Exit 0 even when documents were not written or "
                                        "inputs were skipped (missing inputs are skipped too)"),

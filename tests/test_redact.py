@@ -495,3 +495,14 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
         set_recall_bias({"xx": spacy.blank("es")}, 2.0)
     with pytest.raises(ValueError):
         set_recall_bias({}, -1.0)
+    with pytest.raises(ValueError, match="high"):  # an unknown preset names the ones there are
+        set_recall_bias({}, "highest")
+    # the preset: the documented o_bias, set on the pipeline's tagger
+    from deid_factory.runtime.biluo_tagger import RECALL_PRESETS
+
+    nlp = spacy.load(train_pipeline)
+    set_recall_bias({"es": nlp}, "high")
+    assert nlp.get_pipe("deid_tagger").o_bias == RECALL_PRESETS["high"] > 0
+    code, printed = _redact([notes, "--out", tmp_path / "high", "--pipelines", train_pipeline, "--lang", "es",
+                             "--quiet", "--recall-bias", "high"], caplog)
+    assert code == 0, printed
