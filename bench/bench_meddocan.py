@@ -20,6 +20,7 @@ Each system's result is cached in bench/results/meddocan/<name>.json (with the c
 bench/results/meddocan.md and .json. Without ../shared the benchmark says so and exits 0.
 
 Run: .venv/bin/python bench/bench_meddocan.py [--only baseline,tagger] [--max-epochs 20]
+     .venv/bin/python bench/bench_meddocan.py --speed   (CPU words/s of the built systems vs Presidio)
 A system trains for an hour or more on 2 busy cores.
 """
 
@@ -181,10 +182,41 @@ def run_variant(name: str, train_dir: Path, halves: dict[str, Path], max_epochs:
             "scores": score(project / "training" / "pipeline", halves)}
 
 
+def _speed(result: dict) -> str:
+    speed = (result.get("speed") or {}).get("cpu_words_per_s")
+    return f"{speed:,.0f}" if speed else "-"
+
+
+def measure_speed(results: dict) -> None:
+    """CPU words/s of every factory system whose pipeline is still in bench/work, and of Presidio, on
+    the final half, each in its own process pinned to one core (bench_deid's workers): the scores'
+    wall-clock words/s move with the machine's load, CPU seconds much less."""
+    sys.path.insert(0, str(PROJECT_ROOT / "bench"))
+    from bench_deid import _WORD, run_system
+
+    texts = [r.text for r in _records(WORK / "dev_final.jsonl")]
+    words = sum(len(_WORD.findall(t)) for t in texts)
+    peer = run_system("presidio", "es", texts, None)
+    peer_wps = round(words / peer["seconds"], 1) if peer else None
+    for name, result in results.items():
+        pipeline = WORK / name / "languages" / "es" / "training" / "pipeline"
+        if not pipeline.is_dir():
+            continue
+        measured = run_system("deid", "es", texts, str(pipeline))
+        if measured is None:
+            continue
+        wps = round(words / measured["seconds"], 1)
+        result["speed"] = {"cpu_words_per_s": wps, "presidio_cpu_words_per_s": peer_wps,
+                           "vs_presidio": round(wps / peer_wps, 2) if peer_wps else None,
+                           "peak_rss_mb": measured["peak_rss_mb"], "date": dt.date.today().isoformat()}
+        write_text_atomic(CACHE / f"{name}.json", json.dumps(result, indent=2))
+        print(f"  {name}: {wps:,.0f} CPU words/s ({result['speed']['vs_presidio']}x Presidio)", flush=True)
+
+
 def render(results: dict) -> str:
     lines = ["# Builds from MEDDOCAN train, scored on MEDDOCAN dev (tune half: early stopping; final half: only scored)", ""]
-    lines += ["| system | what | scored | final strict P | R | F1 | final token recall | final docs fully redacted | tune F1 | tune token recall | words/s | epochs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| system | what | scored | final strict P | R | F1 | final token recall | final docs fully redacted | tune F1 | tune token recall | CPU words/s (one core) | vs Presidio | epochs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in results.items():
         for system in ("ner", "combined"):
             if system not in r["scores"]["final"]:
@@ -194,7 +226,7 @@ def render(results: dict) -> str:
             lines.append(f"| {name} | {r.get('what', 'plain spaCy efficiency NER')} | {system} | {st['p']:.3f} | {st['r']:.3f} "
                          f"| **{st['f']:.3f}** | **{f['token_recall']:.4f}** | {f['docs_fully_redacted']:.3f} "
                          f"| {t['strict']['micro']['f']:.3f} | {t['token_recall']:.4f} "
-                         f"| {r['scores']['final']['throughput']['words_per_s']:,.0f} | {(r.get('training') or {}).get('epochs_run', '-')} |")
+                         f"| {_speed(r)} | {(r.get('speed') or {}).get('vs_presidio') or '-'} | {(r.get('training') or {}).get('epochs_run', '-')} |")
     lines += ["", "Per label, final half (strict F1 / recall):", ""]
     labels = sorted({lab for r in results.values() for s in ("ner", "combined") if s in r["scores"]["final"]
                      for lab in r["scores"]["final"][s]["strict"]["per_label"]})
@@ -217,6 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated systems to (re)run: baseline," + ",".join(VARIANTS))
     parser.add_argument("--max-epochs", type=int, default=20)
+    parser.add_argument("--speed", action="store_true", help="only measure the CPU words/s of the built systems and Presidio")
     args = parser.parse_args()
     if not (SHARED / "train").is_dir():
         print(f"MEDDOCAN not found at {SHARED}: nothing to benchmark")
@@ -229,7 +262,7 @@ def main() -> None:
     for half, records in split_dev(SHARED / "dev").items():
         halves[half] = WORK / f"dev_{half}.jsonl"
         write_records(halves[half], records)
-    wanted = [n for n in args.only.split(",") if n] or ["baseline", *VARIANTS]
+    wanted = [] if args.speed else ([n for n in args.only.split(",") if n] or ["baseline", *VARIANTS])
     for name in wanted:
         print(f"[{dt.datetime.now():%H:%M}] {name} ...", flush=True)
         result = run_baseline(SHARED / "train", halves, args.max_epochs) if name == "baseline" else \
@@ -243,6 +276,8 @@ def main() -> None:
     results = {p.stem: json.loads(p.read_text()) for p in sorted(CACHE.glob("*.json"))}
     order = ["baseline", *VARIANTS]
     results = {n: results[n] for n in order if n in results}
+    if args.speed:
+        measure_speed(results)
     write_text_atomic(RESULTS / "meddocan.json", json.dumps(results, indent=2))
     write_text_atomic(RESULTS / "meddocan.md", render(results))
     print(f"wrote {RESULTS / 'meddocan.md'}")
