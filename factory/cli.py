@@ -71,6 +71,7 @@ from .placeholders import calibrate_command, placeholder_command  # noqa: E402
 from .translate import translate_command  # noqa: E402
 from .surrogates import surrogate_command  # noqa: E402
 from .train import train_command  # noqa: E402
+from .selftrain import selftrain_command  # noqa: E402
 from .evaluate import evaluate_command  # noqa: E402
 from .errors import errors_command  # noqa: E402
 from .package import assemble_command, install_command, package_command  # noqa: E402
@@ -87,7 +88,9 @@ for _name, _command in (
     ("translate", translate_command),
     ("surrogate", surrogate_command),
     ("train", train_command),
+    ("selftrain", selftrain_command),
     ("evaluate", evaluate_command),
+    ("errors", errors_command),
     ("assemble", assemble_command),
     ("package", package_command),
     ("install-wheel", install_command),
@@ -98,14 +101,6 @@ for _name, _command in (
 from .redact_cli import redact_command  # noqa: E402
 
 app.command("redact", rich_help_panel=USE)(redact_command)
-# after evaluate in spirit; listed here so the build panel keeps its order (tests/test_cli.py)
-app.command("errors", rich_help_panel=USE)(errors_command)
-
-# ------------------------------------------------------------------ improve a pipeline (after train/assemble)
-# its own panel, listed after the build and use panels, whose order tests/test_cli.py pins
-from .selftrain import selftrain_command  # noqa: E402
-
-app.command("selftrain", rich_help_panel="Improve a pipeline")(selftrain_command)
 
 # ------------------------------------------------------------------ locales, packs, project files
 from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
