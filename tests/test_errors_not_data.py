@@ -173,3 +173,54 @@ def test_cli_max_drop_rate(argos_home, short_package, translate_source, tmp_path
     passed = CliRunner().invoke(app, base[:2] + [str(tmp_path / "b.jsonl")] + base[2:] + ["--argos-dir", str(tmp_path / "argos"),
                                                                                         "--max-drop-rate", "1"])
     assert passed.exit_code == 0, passed.output
+
+
+# ----------------------------------------------------------------------------- the other stages
+def test_docbin_reader_turns_only_docbin_errors_into_unreadable_records(tmp_path, monkeypatch):
+    from spacy.tokens import DocBin
+
+    from deid_factory.readers.docbin import read_docbin
+
+    bad = tmp_path / "bad.spacy"
+    bad.write_bytes(b"this is not a DocBin at all\n")
+    [rec] = list(read_docbin(bad))
+    assert "not a spaCy DocBin" in rec.error
+
+    def broken(self, path):
+        raise AttributeError("a bug, not a corrupt file")
+
+    monkeypatch.setattr(DocBin, "from_disk", broken)
+    with pytest.raises(AttributeError):
+        list(read_docbin(bad))
+
+
+def test_train_docbin_lengths_propagates_a_bug(tmp_path, monkeypatch):
+    from spacy.tokens import DocBin
+
+    from deid_factory.train import TrainError, docbin_lengths
+
+    bad = tmp_path / "bad.spacy"
+    bad.write_bytes(b"\x00\x01 not a DocBin")
+    with pytest.raises(TrainError, match="not a spaCy DocBin"):
+        docbin_lengths(bad)
+    monkeypatch.setattr(DocBin, "from_disk", lambda self, path: (_ for _ in ()).throw(AttributeError("bug")))
+    with pytest.raises(AttributeError):
+        docbin_lengths(bad)
+
+
+def test_calibrate_command_one_line_for_expected_errors_traceback_for_bugs(tmp_path, monkeypatch):
+    import deid_factory.placeholders as placeholders
+
+    def missing_route(*args, **kwargs):
+        raise RuntimeError("no Argos route es -> fr")
+
+    monkeypatch.setattr(placeholders, "calibrate", missing_route)
+    result = CliRunner().invoke(app, ["calibrate", "--out", str(tmp_path / "inv.yml")])
+    assert result.exit_code == 1 and "error: no Argos route es -> fr" in result.output
+
+    def bug(*args, **kwargs):
+        raise TypeError("a bug")
+
+    monkeypatch.setattr(placeholders, "calibrate", bug)
+    result = CliRunner().invoke(app, ["calibrate", "--out", str(tmp_path / "inv.yml")])
+    assert isinstance(result.exception, TypeError)  # not swallowed into an "error:" line
