@@ -467,7 +467,9 @@ def calibrate_command(
     out = out or inventory_path(target)
     try:
         result = calibrate(source, target, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir, beam_size=beam_size)
-    except Exception as err:  # route missing, bad files: one clear line, no traceback
+    except (RuntimeError, ValueError, OSError, yaml.YAMLError) as err:
+        # route missing (RouteMissing), an engine error, a bad or missing inventory (ValueError, OSError,
+        # YAMLError): one clear line, no traceback. Anything else is a bug and keeps its traceback.
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
     typer.echo(

@@ -136,6 +136,14 @@ def read_records(path: str | Path) -> Iterator[Record]:
             yield Record.from_dict(data, where=f"{path}:{lineno}")
 
 
+# What spaCy's DocBin().from_disk raises for a file that is not a DocBin (measured on random bytes,
+# text, JSON, a zip, a cut-short file, and msgpack of another shape): ValueError (zlib and msgpack
+# decoding errors, a truncated file), KeyError (a msgpack map without DocBin's keys), TypeError (msgpack
+# that is not a map, or fields of the wrong type), plus OSError for a file that cannot be read. Only
+# these make a file "not a DocBin"; any other exception is a bug and propagates.
+DOCBIN_ERRORS: tuple[type[BaseException], ...] = (ValueError, KeyError, TypeError, OSError)
+
+
 class OutputError(OSError):
     """An output that could not be written (disk full, folder missing or read-only...).
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import srsly
 import typer
 
-from .records import OutputError, write_text_atomic, writes_to
+from .records import DOCBIN_ERRORS, OutputError, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def docbin_lengths(path: str | Path) -> list[int]:
         raise TrainError(f"{path}: training data not found")
     try:
         db = DocBin().from_disk(path)
-    except Exception as err:  # a corrupt or non-DocBin file
+    except DOCBIN_ERRORS as err:  # a corrupt or non-DocBin file
         raise TrainError(f"{path}: not a spaCy DocBin ({type(err).__name__})") from None
     vocab = spacy.blank("xx").vocab
     return [len(doc) for doc in db.get_docs(vocab)]
@@ -73,7 +73,8 @@ def _gpu_available(gpu_id: int) -> bool:
         from thinc.api import prefer_gpu
 
         return bool(prefer_gpu(gpu_id))
-    except Exception:  # cupy missing or broken: same config on CPU
+    except Exception:  # an optional-dependency probe: cupy/CUDA missing or broken (ImportError, CUDA
+        # runtime errors of any kind) means "no GPU", and the same config runs on CPU; nothing is lost.
         return False
 
 

@@ -50,6 +50,42 @@ class NetworkBlocked(OSError):
     """Raised by the socket guard: this stage never talks to the network."""
 
 
+# The errors the translation engine raises for a text it cannot translate: CTranslate2 is C++ bound
+# with pybind11, which turns std::runtime_error (input longer than the model's positions, CUDA out of
+# memory...) into RuntimeError, std::invalid_argument / length_error / domain_error into ValueError
+# and std::out_of_range into IndexError; SentencePiece raises RuntimeError, Argos and its sentence
+# splitters (spaCy, Stanza, MiniSBD) ValueError or RuntimeError. Only these make a record "dropped"
+# (after the sentence and clause retries); anything else (TypeError, AttributeError, KeyError,
+# NetworkBlocked...) is a programming or set-up error and stops the stage naming the record id.
+ENGINE_ERRORS: tuple[type[BaseException], ...] = (RuntimeError, ValueError, IndexError)
+# Subclasses of RuntimeError that are never a bad translation.
+_NOT_ENGINE_ERRORS: tuple[type[BaseException], ...] = (NotImplementedError, RecursionError)
+
+DEFAULT_MAX_DROP_RATE = 0.05  # `factory translate --max-drop-rate`: share of translated records that may be dropped
+
+
+def is_engine_error(err: BaseException) -> bool:
+    """True for an error of the translation engine on one text (see ENGINE_ERRORS)."""
+    return isinstance(err, ENGINE_ERRORS) and not isinstance(err, _NOT_ENGINE_ERRORS)
+
+
+class RecordFailed(RuntimeError):
+    """A record raised something that is not an engine error: the stage stops. The message names the
+    record id and the exception type only, never the text (PHI); what was written stays written."""
+
+    def __init__(self, record_id: str, error: str):
+        super().__init__(f"record {record_id}: {error}")
+        self.record_id = record_id
+        self.error = error
+
+    def __reduce__(self):  # picklable across worker processes
+        return (RecordFailed, (self.record_id, self.error))
+
+
+class DropRateExceeded(RuntimeError):
+    """More than --max-drop-rate of the translated records were dropped (raised after the report is written)."""
+
+
 # ----------------------------------------------------------------------------- network guard
 @contextmanager
 def no_network(allow: bool = False) -> Iterator[None]:
@@ -279,7 +315,9 @@ def download_route(source: str, target: str, pivot: str) -> list[str]:
         try:
             with network_allowed():
                 path = available[pair].download()
-        except Exception as err:
+        except Exception as err:  # Argos raises a bare Exception("Download failed ..."), urllib an OSError
+            if type(err) is not Exception and not isinstance(err, OSError):
+                raise  # anything else is a programming error: not turned into "route missing"
             raise RouteMissing(f"--download: could not download translate-{pair[0]}_{pair[1]} ({type(err).__name__})") from None
         package.install_from_path(path)
         installed.append(f"{pair[0]}-{pair[1]}")
@@ -410,16 +448,22 @@ def translate_record(record: Record, hops: Callable[[str], list[str]], route: li
         chunks = split_chunks(record.text, level)
         if level != "record" and len(chunks) <= 1 and attempts and attempts[-1]["chunks"] <= 1:
             continue  # same single chunk as the previous level: retrying changes nothing
-        try:
-            per_hop: list[list[str]] = [[] for _ in range(len(route) - 1)]
-            for chunk, sep in chunks:
+        per_hop: list[list[str]] = [[] for _ in range(len(route) - 1)]
+        failed = None
+        for chunk, sep in chunks:
+            try:
                 outs = hops(chunk) if chunk.strip() else [chunk] * (len(route) - 1)
-                for i, out in enumerate(outs):
-                    per_hop[i].append(out + sep)
-            texts = ["".join(parts) for parts in per_hop]
-        except Exception as err:  # a model error must not kill the run; the record is retried / dropped
-            attempts.append({"level": level, "chunks": len(chunks), "problem": f"error:{type(err).__name__}"})
+            except ENGINE_ERRORS as err:  # the engine could not translate this text: retried / dropped
+                if not is_engine_error(err):
+                    raise
+                failed = err
+                break
+            for i, out in enumerate(outs):
+                per_hop[i].append(out + sep)
+        if failed is not None:
+            attempts.append({"level": level, "chunks": len(chunks), "problem": f"error:{type(failed).__name__}"})
             continue
+        texts = ["".join(parts) for parts in per_hop]
         problems: dict[str, str] = {}
         stage = "target"
         for hop_index, hop_text in enumerate(texts):
@@ -570,6 +614,7 @@ def translate_file(
     limit: int | None = None,
     download: bool = False,
     if_no_route: str = "fail",
+    max_drop_rate: float | None = None,
 ) -> dict[str, Any]:
     """Translate (or pass through) every record of in_path into out_path, resuming if out_path exists.
 
@@ -577,7 +622,12 @@ def translate_file(
     download: only then, when no route is installed, fetch the packages from the Argos index.
     if_no_route: "fail" (RouteMissing) or "skip": without an installed route the records to
     translate are left out (counted, with the one-line reason in the report) and the records
-    already in the target language are still written."""
+    already in the target language are still written.
+    max_drop_rate: when given, DropRateExceeded is raised (after the output and the report are
+    written) if more than this share of the translated records were dropped (`drop_rate` in the
+    report; records passed through unchanged do not count).
+    A record that raises anything but an engine error (ENGINE_ERRORS) stops the stage with
+    RecordFailed (record id and exception type, never text); the records before it stay written."""
     if if_no_route not in ("fail", "skip"):
         raise ValueError(f"if_no_route must be fail or skip, not {if_no_route!r}")
     in_path, out_path = Path(in_path), Path(out_path)
@@ -639,8 +689,14 @@ def translate_file(
                 "pivot": pivot, "allow_network": allow_network, "intra_threads": intra,
             })
     report.update(_summarise(out_path, len(records), len(done)))
+    if max_drop_rate is not None:
+        report["max_drop_rate"] = max_drop_rate
     if report_path:
         _write_json(report_path, report)
+    if max_drop_rate is not None and report["drop_rate"] > max_drop_rate:
+        raise DropRateExceeded(
+            f"{report['dropped']} records dropped, drop rate {report['drop_rate']:.4f} above --max-drop-rate "
+            f"{max_drop_rate} (reasons {report['dropped_by_reason']}; ids in {_dropped_path(out_path)})")
     return report
 
 
@@ -670,7 +726,11 @@ def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: 
         try:
             if workers <= 1:
                 for rec in todo:
-                    write(translate_record(rec, argos.translate_hops, argos.route, target))
+                    try:
+                        result = translate_record(rec, argos.translate_hops, argos.route, target)
+                    except Exception as err:  # not an engine error (translate_record drops those): stop here
+                        raise RecordFailed(rec.id, type(err).__name__) from err
+                    write(result)
             else:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
@@ -681,12 +741,21 @@ def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: 
                 try:
                     pending: deque = deque()
                     bound = workers * 4  # the bounded queue: at most this many records in flight
+
+                    def write_next() -> None:
+                        rid, future = pending.popleft()
+                        try:
+                            result = future.result()
+                        except Exception as err:  # raised in the worker, or the pool broke: stop here
+                            raise RecordFailed(rid, type(err).__name__) from err
+                        write(result)
+
                     for rec in todo:
-                        pending.append(pool.submit(_worker_translate, rec.to_dict()))
+                        pending.append((rec.id, pool.submit(_worker_translate, rec.to_dict())))
                         if len(pending) >= bound:
-                            write(pending.popleft().result())
+                            write_next()
                     while pending:
-                        write(pending.popleft().result())
+                        write_next()
                 except BaseException:
                     # Ctrl-C or a failure: what is written stays written; queued records are cancelled
                     # instead of being waited for, and the next run resumes after the last record.
@@ -701,6 +770,7 @@ def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
     _, kept, dropped = _load_done(out_path)
     methods = Counter(((r.get("meta") or {}).get("translation") or {}).get("method", "skipped") for r in kept)
     reasons = Counter(d["reason"] for d in dropped)
+    translated = sum(n for m, n in methods.items() if m != "skipped") + len(dropped)  # not the passed-through ones
     terms = sum(len(((r.get("meta") or {}).get("placeholders") or {}).get("terms") or {}) for r in kept) + sum(d.get("terms", 0) for d in dropped)
     first_bad = sum(((r.get("meta") or {}).get("translation") or {}).get("first_attempt_problem_terms") or 0 for r in kept)
     first_bad += sum(d.get("first_problems", 0) for d in dropped)
@@ -712,6 +782,7 @@ def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
         "repaired_by": {m: n for m, n in methods.items() if m not in ("record", "skipped")},
         "dropped": sum(reasons.values()),
         "dropped_by_reason": dict(reasons),
+        "drop_rate": round(len(dropped) / translated, 4) if translated else 0.0,
         "placeholders": terms,
         "placeholder_survival_first_attempt": round(1 - first_bad / terms, 4) if terms else 1.0,
     }
@@ -734,13 +805,19 @@ def translate_command(
     limit: int | None = typer.Option(None, help="Translate at most N more records, then stop (resume later)"),
     download: bool = typer.Option(False, help="If no route is installed, download it from the Argos index"),
     if_no_route: str = typer.Option("fail", "--if-no-route", help="fail, or skip: build on the records already in the target language"),
+    max_drop_rate: float = typer.Option(DEFAULT_MAX_DROP_RATE, "--max-drop-rate", min=0.0, max=1.0,
+                                        help="Fail (exit 1, after writing the output and the report) when more than "
+                                             "this share of the translated records is dropped; 1 never fails"),
 ) -> None:
-    """Translate placeholder records offline with Argos (direct route or pivot), resumable."""
+    """Translate placeholder records offline with Argos (direct route or pivot), resumable.
+
+    Only translation-engine errors drop a record; any other error stops the stage with one line
+    naming the record id (exit 1), keeping what was written: fix it and run again to resume."""
 
     try:
         result = translate_file(
             in_path, out_path, source, target, packages_dir, workers, device, report, argos_dir, beam_size, pivot,
-            progress, allow_network, limit, download, if_no_route,
+            progress, allow_network, limit, download, if_no_route, max_drop_rate,
         )
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)

@@ -3,10 +3,37 @@ evaluation, packaging, router and redaction tests)."""
 
 from __future__ import annotations
 
+import os
 import random
 from pathlib import Path
 
 import pytest
+
+# ----------------------------------------------------------------------------- hypothesis profiles
+# ci (the default): a fixed replay - the same examples on every run (derandomize), so a failure in CI
+# reproduces anywhere. explore (HYPOTHESIS_PROFILE=explore): fresh random examples on every run and
+# HYPOTHESIS_EXPLORE_SCALE times as many, to look for inputs the fixed set never tries; a failure
+# prints the shrunk input and a @reproduce_failure blob. Both: no example database in the working
+# tree, no deadline (tests that time something do it themselves; a deadline flakes on a loaded
+# machine). Tests that set their own max_examples scale it with hypothesis_examples(n).
+HYPOTHESIS_CI_EXAMPLES = 25
+HYPOTHESIS_EXPLORE_SCALE = 10
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # the optional `test` extra is not installed: the property tests skip
+    _hypothesis_settings = None
+if _hypothesis_settings is not None:
+    _hypothesis_settings.register_profile("ci", derandomize=True, database=None, deadline=None,
+                                          max_examples=HYPOTHESIS_CI_EXAMPLES)
+    _hypothesis_settings.register_profile("explore", derandomize=False, database=None, deadline=None, print_blob=True,
+                                          max_examples=HYPOTHESIS_CI_EXAMPLES * HYPOTHESIS_EXPLORE_SCALE)
+    _hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)  # an unknown name fails at once, naming it
+
+
+def hypothesis_examples(n: int) -> int:
+    """max_examples for a test that sets its own: n under ci, HYPOTHESIS_EXPLORE_SCALE * n under explore."""
+    return n * HYPOTHESIS_EXPLORE_SCALE if HYPOTHESIS_PROFILE == "explore" else n
 
 # ----------------------------------------------------------------------------- train_ fixtures
 # A tiny synthetic Spanish corpus with exact gold spans, built with Faker: enough for a CNN NER to

@@ -120,7 +120,7 @@ def test_the_socket_guard_blocks_child_processes_but_not_local_unix_sockets(tmp_
 # Invented notes (nobody real), one per language the router meets: es has a pipeline, fr and en go
 # to the union fallback. Every PHI string is long enough to be searched (MIN_PHI_CHARS).
 _NOTES = {
-    "es_1": ("Paciente Leocadia Ybarra Quintanilla, DNI 48213579Q, ingresa el 14/02/2023 en el Hospital Valdeluz. "
+    "es_1": ("Paciente Leocadia Ybarra Quintanilla, DNI 48213579J, ingresa el 14/02/2023 en el Hospital Valdeluz. "
              "Teléfono de contacto 689 412 377, correo leocadia.ybarra@correo-ejemplo.es. Vive en Calle Almendrales 19, Zamora. "
              "Refiere dolor torácico opresivo de dos horas de evolución, sin fiebre."),
     "es_2": ("El doctor Anselmo Villaverde Icaza remite a la paciente desde Ponferrada el 03/11/2022. "
@@ -135,7 +135,7 @@ _NOTES = {
 def _note_records() -> list[Record]:
     """The notes as records with exact PHI spans (found by their surface strings)."""
     phi = {
-        "es_1": ["Leocadia Ybarra Quintanilla", "48213579Q", "14/02/2023", "Hospital Valdeluz", "689 412 377",
+        "es_1": ["Leocadia Ybarra Quintanilla", "48213579J", "14/02/2023", "Hospital Valdeluz", "689 412 377",
                  "leocadia.ybarra@correo-ejemplo.es", "Calle Almendrales 19", "Zamora"],
         "es_2": ["Anselmo Villaverde Icaza", "Ponferrada", "03/11/2022", "7734120"],
         "fr_1": ["Ghislaine Tournefort", "12/07/1961", "Perrichon", "Clermont-Ferrand", "04 73 55 21 90"],
@@ -179,7 +179,7 @@ def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
     # broken inputs the router must skip, naming the file (and line), not their text
     (notes / "latin1.txt").write_bytes("Paciente Leocadia Ybarra Quintanilla, año 2023.".encode("latin-1"))
     with (tmp_path / "more.jsonl").open("a", encoding="utf-8") as handle:
-        handle.write('{"id": "broken", "text": "Anselmo Villaverde Icaza, DNI 48213579Q\n')
+        handle.write('{"id": "broken", "text": "Anselmo Villaverde Icaza, DNI 48213579J\n')
     env, attempts = network_guard_env(tmp_path)
     env["DEID_SURROGATE_KEY"] = "privacy test key, not a secret one"  # surrogate mode needs a key
     report = tmp_path / "report.json"
@@ -200,8 +200,26 @@ def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
     assert leaked_phi(phi, report.read_text()) == []
     # the redaction did happen: the structured PHI of the Spanish notes is gone from the output
     redacted = (tmp_path / "redacted.jsonl").read_text(encoding="utf-8")
-    assert "48213579Q" not in redacted and "leocadia.ybarra@correo-ejemplo.es" not in redacted
+    assert "48213579J" not in redacted and "leocadia.ybarra@correo-ejemplo.es" not in redacted
     assert_guard_active(env, attempts)
+
+
+def test_the_router_validates_the_dni_check_letter(privacy_deid_es):
+    """The note's DNI has its right check letter ("TRWAGMYFPDXBNJZSQVHLCKE"[number % 23]), so the
+    router reports it through the validated path (kind dni, check digit passed); the same number with
+    a wrong letter falls back to the generic ID pattern."""
+    from deid_factory.runtime.router import Router
+
+    number, letter = 48213579, "J"
+    assert "TRWAGMYFPDXBNJZSQVHLCKE"[number % 23] == letter and f"{number}{letter}" in _NOTES["es_1"]
+    router = Router.from_names([str(privacy_deid_es)])
+    routed = router(_NOTES["es_1"])
+    assert routed.lang == "es" and routed.pipeline == "es"
+    [dni] = [s for s in routed.spans if _NOTES["es_1"][s.start:s.end] == f"{number}{letter}"]
+    assert (dni.label, dni.kind, dni.validated) == ("ID", "dni", True)
+    wrong = _NOTES["es_1"].replace(f"{number}{letter}", f"{number}Q")
+    [generic] = [s for s in router(wrong).spans if wrong[s.start:s.end] == f"{number}Q"]
+    assert generic.kind != "dni" and not generic.validated
 
 
 # ----------------------------------------------------------------------------- error paths of stages
@@ -229,7 +247,7 @@ def _append_line(path: Path, line: str) -> None:
 
 def test_broken_json_line_error_names_file_and_line_without_its_text(privacy_source, tmp_path, capsys, caplog):
     src, phi = privacy_source
-    _append_line(src, '{"id": "es_9", "text": "Paciente Leocadia Ybarra Quintanilla, DNI 48213579Q')
+    _append_line(src, '{"id": "es_9", "text": "Paciente Leocadia Ybarra Quintanilla, DNI 48213579J')
     for args, out in ((["detect", src, tmp_path / "d.jsonl"], tmp_path / "d.jsonl"),
                       (["placeholder", src, tmp_path / "p.jsonl"], tmp_path / "p.jsonl"),
                       (["stats", src, "--out", tmp_path / "s.json"], tmp_path / "s.json")):
@@ -246,8 +264,8 @@ def test_bad_spans_are_reported_by_record_id_only(privacy_source, tmp_path, caps
 
     caplog.set_level(logging.DEBUG)
     src, phi = privacy_source
-    bad_text = "Paciente Remedios Escolástica Urquiza, con DNI 51672093M, acude a urgencias."
-    phi |= {"Remedios Escolástica Urquiza", "51672093M"}
+    bad_text = "Paciente Remedios Escolástica Urquiza, con DNI 51672093V, acude a urgencias."
+    phi |= {"Remedios Escolástica Urquiza", "51672093V"}
     bad = Record("es_bad", "es", bad_text, [Span(9, 40, "PERSON"), Span(30, 57, "ID")], {})  # overlapping, off by a few
     write_records(src, list(read_records(src)) + [bad])
     code, printed = _factory(["placeholder", src, tmp_path / "p.jsonl", "--target", "fr",

@@ -21,8 +21,10 @@ deid_regex_pack component runs on a Doc's text):
     interrupted, so a catastrophic pattern fails the test instead of hanging it); `trim` itself
     is linear in the span length.
 
-The examples are derandomized (the same on every run), so a failure reproduces; hypothesis prints
-the shrunk input. Run one locale with `pytest tests/test_regex_properties.py -k "fr:"`.
+Profiles (registered in tests/conftest.py): `ci`, the default, replays a fixed set of examples
+(derandomized: the same on every run, so a failure reproduces); `HYPOTHESIS_PROFILE=explore` draws
+fresh random examples on every run, ten times as many. Hypothesis prints the shrunk input. Run one
+locale with `pytest tests/test_regex_properties.py -k "fr:"`.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import hypothesis_examples
 from deid_factory import PROJECT_ROOT
 from deid_factory.labels import CANONICAL_LABELS
 from deid_factory.runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, trim
@@ -47,15 +50,10 @@ from deid_factory.runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, 
 PACKS_DIR = PROJECT_ROOT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
 
-# One fixed profile for the whole file: the same examples on every run (a failure reproduces),
-# no example database written into the working tree, and no hypothesis deadline - the linearity
-# tests time what matters explicitly, and a deadline would flake on a loaded 2-core machine.
-PROFILE = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    max_examples=25,
-)
+# The loaded profile (conftest.py: ci = a fixed replay, or HYPOTHESIS_PROFILE=explore): no example
+# database written into the working tree, and no hypothesis deadline - the linearity tests time what
+# matters explicitly, and a deadline would flake on a loaded 2-core machine.
+PROFILE = settings()
 
 # Linearity: per-kB time on ~100 kB may be at most RATIO times the per-kB time on ~10 kB. Below
 # NOISE_FLOOR_MS_PER_KB the small measurement is mostly timer and scheduler noise, so the ratio is
@@ -329,7 +327,7 @@ def test_pack_spans_on_text_aimed_at_each_pattern(locale: str, name: str, data):
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-@settings(PROFILE, max_examples=60)
+@settings(PROFILE, max_examples=hypothesis_examples(60))
 @given(data=st.data())
 def test_pack_spans_on_mixed_text(locale: str, data):
     """Pieces of the pack's own cases glued together with random text: matches of different
@@ -340,7 +338,7 @@ def test_pack_spans_on_mixed_text(locale: str, data):
 
 
 @pytest.mark.parametrize("locale,name", PATTERNS)
-@settings(PROFILE, max_examples=8)
+@settings(PROFILE, max_examples=hypothesis_examples(8))
 @given(data=st.data())
 def test_pattern_matching_time_is_linear(locale: str, name: str, data):
     """The compiled regex alone on one of its own near-misses (or nothing), then a fragment repeated."""
@@ -351,7 +349,7 @@ def test_pattern_matching_time_is_linear(locale: str, name: str, data):
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-@settings(PROFILE, max_examples=10)
+@settings(PROFILE, max_examples=hypothesis_examples(10))
 @given(data=st.data())
 def test_pack_matching_time_is_linear(locale: str, data):
     """The whole pack: patterns, trimming, validators, blacklists and triggers, overlap resolution."""
@@ -374,10 +372,21 @@ def test_trim_is_linear_in_the_span_length(boundary: str):
                   large_size=300_000)
 
 
-@settings(PROFILE, max_examples=300)
+@settings(PROFILE, max_examples=hypothesis_examples(300))
 @given(text=st.text(alphabet="()a1 .-", max_size=30), data=st.data())
 def test_trim_keeps_its_bracket_rule(text: str, data):
     """The linear `trim` gives what the naive rule gives, on any slice of a bracket-heavy text."""
     start = data.draw(st.integers(0, len(text)), label="start")
     end = data.draw(st.integers(start, len(text)), label="end")
     assert trim(text, start, end) == reference_trim(text, start, end)
+
+
+def test_hypothesis_profiles():
+    """ci (default) replays a fixed set; HYPOTHESIS_PROFILE=explore draws new examples, more of them."""
+    from conftest import HYPOTHESIS_PROFILE
+
+    ci, explore = settings.get_profile("ci"), settings.get_profile("explore")
+    assert ci.derandomize and not explore.derandomize and explore.max_examples > ci.max_examples
+    assert ci.database is None and explore.database is None and ci.deadline is None
+    assert settings.default.derandomize == (HYPOTHESIS_PROFILE == "ci")
+    assert PROFILE.max_examples == settings.get_profile(HYPOTHESIS_PROFILE).max_examples

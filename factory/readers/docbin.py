@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+from ..records import DOCBIN_ERRORS
 from . import RawRecord, RawSpan, iter_files, unreadable
 
 
@@ -24,7 +25,7 @@ def read_docbin(path: Path, lang: str = "es", spans_key: str | None = None) -> I
             continue
         try:
             docbin = DocBin().from_disk(file)
-        except Exception as err:  # spaCy raises several kinds for a corrupt or foreign file
+        except DOCBIN_ERRORS as err:
             yield unreadable(file.stem, str(file), f"{file}: not a spaCy DocBin, or cut short ({type(err).__name__})")
             continue
         for i, doc in enumerate(docbin.get_docs(vocab)):

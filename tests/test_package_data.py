@@ -1,0 +1,33 @@
+"""The project's own wheel: every data folder is declared (pyproject.toml `packages`), so building it
+prints no setuptools warning about a folder "absent from the `packages` configuration"
+(deid_factory.templates.new_locale was one), and the data files land in the wheel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+
+from deid_factory import PROJECT_ROOT
+
+
+def test_wheel_declares_every_data_folder(tmp_path):
+    src = tmp_path / "src"  # a copy: the build writes build/ and *.egg-info next to the sources
+    outputs = shutil.ignore_patterns("__pycache__", "corpus", "training", "metrics", "packages", "assets", "*.lock")
+    for name in ("factory", "regex_packs", "languages", "corpora"):
+        shutil.copytree(PROJECT_ROOT / name, src / name, ignore=outputs)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PROJECT_ROOT / name, src / name)
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+                           tmp_path / "wheel", src], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    printed = proc.stdout + proc.stderr
+    assert "absent from the `packages` configuration" not in printed, printed
+    assert "Package would be ignored" not in printed
+    (wheel,) = (tmp_path / "wheel").glob("deid_factory-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for data in sorted((PROJECT_ROOT / "factory" / "templates" / "new_locale").iterdir()):
+        assert f"deid_factory/templates/new_locale/{data.name}" in names
+    assert "deid_factory/shipped/languages/fr/locale.yml" in names
+    assert "deid_factory/shipped/regex_packs/fr/pack.yml" in names
