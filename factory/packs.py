@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from . import PROJECT_ROOT
+from .locale import SETTINGS_FILE, Locale
 from .runtime.regex_pack import Pattern, RegexPack
 
 PACKS_DIR = PROJECT_ROOT / "regex_packs"
@@ -97,7 +98,7 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
     if not lang.isalpha() or not lang.islower() or not 2 <= len(lang) <= 3:
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
     targets = {
-        "locale.yml": root / "languages" / lang / "locale.yml",
+        SETTINGS_FILE: Locale.settings_path(lang, root),  # templates/new_locale/locale.yml
         "pack.yml": root / "regex_packs" / lang / "pack.yml",
         "context.yml": root / "regex_packs" / lang / "context.yml",
     }

@@ -1,7 +1,8 @@
 """Render each language's spaCy project (languages/<lc>/project.yml) and training config
 (languages/<lc>/configs/config.cfg) from the templates in factory/templates/, so that the four
-(or more) language projects cannot drift apart. Per-language values come from languages/<lc>/locale.yml;
-shared training defaults live in factory/templates/defaults.yml.
+(or more) language projects cannot drift apart. Per-language values come from the locale's settings
+(factory/locale.py: languages/<lc>/locale.yml over the shared defaults of factory/templates/defaults.yml);
+each step's `deps` include the locale files it reads (Locale.project_deps).
 """
 
 from __future__ import annotations
@@ -9,10 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PROJECT_ROOT
+from .locale import REQUIRED, Locale, LocaleError, available
 from .records import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -30,16 +31,11 @@ def _env() -> Environment:
 
 
 def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
-    locale_file = languages_dir / lang / "locale.yml"
-    if not locale_file.exists():
-        raise RenderError(f"{locale_file}: locale settings not found")
-    locale = yaml.safe_load(locale_file.read_text(encoding="utf-8")) or {}
-    defaults = yaml.safe_load((TEMPLATES / "defaults.yml").read_text(encoding="utf-8")) or {}
-    ctx = {**defaults, **{k: v for k, v in locale.items() if v is not None}}
-    for key in ("lang", "name", "spacy_lang", "source_lang", "pivot_lang", "regex_pack"):
-        if key not in ctx:
-            raise RenderError(f"{locale_file}: missing `{key}`")
-    return ctx
+    try:
+        locale = Locale.load(lang, root=languages_dir.parent, require=REQUIRED)
+    except LocaleError as err:
+        raise RenderError(str(err)) from None
+    return {**locale.settings, "locale_deps": locale.project_deps()}
 
 
 def render_config(lang: str, languages_dir: Path = LANGUAGES, **overrides) -> str:
@@ -52,7 +48,7 @@ def render_project(lang: str, languages_dir: Path = LANGUAGES) -> str:
 
 
 def project_languages(languages_dir: Path = LANGUAGES) -> list[str]:
-    return sorted(p.parent.name for p in languages_dir.glob("*/locale.yml"))
+    return available(languages_dir.parent)
 
 
 def rendered_files(lang: str, languages_dir: Path = LANGUAGES) -> dict[Path, str]:

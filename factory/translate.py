@@ -34,6 +34,7 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
+from .locale import Locale
 from .placeholders import _write_json, find_placeholders
 from .records import OutputError, Record, RecordError, append_line, append_record, read_records, write_text_atomic
 
@@ -326,11 +327,10 @@ def download_route(source: str, target: str, pivot: str) -> list[str]:
 
 
 def pivot_of(target: str) -> str:
-    path = PROJECT_ROOT / "languages" / target / "locale.yml"
-    if path.exists():
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return str(raw.get("pivot_lang") or "en")
-    return "en"
+    """The pivot language of the route to `target` (pivot_lang of its locale.yml; English when the
+    locale has none or is not in the project)."""
+    locale = Locale.find(target, root=PROJECT_ROOT)
+    return str(locale.raw.get("pivot_lang") or "en") if locale is not None else "en"
 
 
 def missing_route_message(source: str, target: str, pivot: str, pairs: set[tuple[str, str]], packages_dir) -> str:

@@ -27,6 +27,7 @@ import typer
 import yaml
 
 from .. import PROJECT_ROOT
+from ..locale import Locale, LocaleError
 from ..placeholders import _write_json, find_placeholders
 from ..records import Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_records
 from ..runtime import ids
@@ -52,14 +53,12 @@ class SurrogateError(ValueError):
 
 def load_settings(target: str) -> dict[str, Any]:
     """locale.yml + surrogates.yml of the target (clear error when either is missing)."""
-    folder = PROJECT_ROOT / "languages" / target
-    locale_path, cfg_path = folder / "locale.yml", folder / "surrogates.yml"
-    for path in (locale_path, cfg_path):
-        if not path.exists():
-            raise FileNotFoundError(f"no {path.name} for target language {target!r}: {path}")
-    locale = yaml.safe_load(locale_path.read_text(encoding="utf-8")) or {}
-    cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8")) or {}
-    cfg["_locale"] = locale
+    try:
+        locale = Locale.load(target, root=PROJECT_ROOT)
+        cfg = locale.read("surrogates")
+    except LocaleError as err:
+        raise FileNotFoundError(f"target language {target!r}: {err}") from None
+    cfg["_locale"] = locale.raw
     cfg["_id_roles"] = yaml.safe_load(ID_ROLES_FILE.read_text(encoding="utf-8")) or {"roles": {}, "default": "record"}
     return cfg
 
