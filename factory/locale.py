@@ -52,10 +52,25 @@ def defaults() -> dict[str, Any]:
     return _read_yaml(DEFAULTS_FILE)
 
 
+def languages_dir(root: str | Path | None = None) -> Path:
+    """languages/ of a project (default: the factory's)."""
+    return (Path(root) if root is not None else _project_root()) / "languages"
+
+
+def packs_dir(root: str | Path | None = None) -> Path:
+    """regex_packs/ of a project: one pack folder per locale."""
+    return (Path(root) if root is not None else _project_root()) / "regex_packs"
+
+
+def synth_dir(root: str | Path | None = None) -> Path:
+    """corpora/synth/ of a project: one synthetic-corpus folder per locale that has one."""
+    return (Path(root) if root is not None else _project_root()) / "corpora" / "synth"
+
+
 def available(root: Path | None = None) -> list[str]:
     """The locales of a project: every languages/<lc>/ with a locale.yml."""
     root = Path(root) if root is not None else _project_root()
-    return sorted(p.parent.name for p in (root / "languages").glob(f"*/{SETTINGS_FILE}"))
+    return sorted(p.parent.name for p in languages_dir(root).glob(f"*/{SETTINGS_FILE}"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +109,7 @@ class Locale:
     @staticmethod
     def folder_of(lang: str, root: str | Path | None = None) -> Path:
         """languages/<lang>/ of a project, whether or not it exists yet (new-locale writes it)."""
-        return (Path(root) if root is not None else _project_root()) / "languages" / str(lang)
+        return languages_dir(root) / str(lang)
 
     @staticmethod
     def settings_path(lang: str, root: str | Path | None = None) -> Path:
@@ -114,11 +129,11 @@ class Locale:
 
     @property
     def pack_dir(self) -> Path:
-        return self.root / "regex_packs" / str(self.settings.get("regex_pack") or self.lang)
+        return packs_dir(self.root) / str(self.settings.get("regex_pack") or self.lang)
 
     @property
     def synth_dir(self) -> Path:
-        return self.root / "corpora" / "synth" / self.lang
+        return synth_dir(self.root) / self.lang
 
     def concern_file(self, name: str) -> Path:
         """languages/<lc>/<name>.yml: silver, placeholders, surrogates."""

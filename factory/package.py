@@ -30,6 +30,7 @@ import srsly
 import typer
 
 from . import PROJECT_ROOT
+from .locale import packs_dir
 from .records import OutputError, writes_to
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def _atomic_dir(final: Path):
 
 
 def default_pack_dir(lang: str) -> Path:
-    return PROJECT_ROOT / "regex_packs" / lang
+    return packs_dir(PROJECT_ROOT) / lang
 
 
 def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Path,

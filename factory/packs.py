@@ -12,11 +12,11 @@ from pathlib import Path
 import typer
 
 from . import PROJECT_ROOT
-from .locale import SETTINGS_FILE, Locale
+from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir
 from .runtime.regex_pack import Pattern, RegexPack
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
-LANGUAGES_DIR = PROJECT_ROOT / "languages"
+PACKS_DIR = packs_dir(PROJECT_ROOT)
+LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
 NEW_LOCALE_TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from a complete locale with a note on top:
 # they hold word lists and formats of that language that the new locale must translate.
@@ -99,8 +99,8 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
     targets = {
         SETTINGS_FILE: Locale.settings_path(lang, root),  # templates/new_locale/locale.yml
-        "pack.yml": root / "regex_packs" / lang / "pack.yml",
-        "context.yml": root / "regex_packs" / lang / "context.yml",
+        "pack.yml": packs_dir(root) / lang / "pack.yml",
+        "context.yml": packs_dir(root) / lang / "context.yml",
     }
     existing = [str(p) for p in targets.values() if p.exists()]
     if existing:
@@ -114,16 +114,16 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
         target.write_text(text, encoding="utf-8")
         written.append(target)
     for concern in STARTER_CONCERNS:
-        source = root / "languages" / start_from / concern
+        source = Locale.folder_of(start_from, root) / concern
         if source.exists():
-            target = root / "languages" / lang / concern
+            target = Locale.folder_of(lang, root) / concern
             note = (f"# Copied from languages/{start_from}/{concern} by `factory new-locale {lang}`: translate the\n"
                     f"# word lists and formats below into {name} before building deid_{lang}.\n")
             target.write_text(note + source.read_text(encoding="utf-8"), encoding="utf-8")
             written.append(target)
     from .render import render_all
 
-    written += render_all([lang], languages_dir=root / "languages")
+    written += render_all([lang], languages_dir=languages_dir(root))
     return written
 
 

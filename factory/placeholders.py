@@ -28,13 +28,14 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
+from .locale import languages_dir
 from .labels import CANONICAL_LABELS
 from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
 from .runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
 
-LANGUAGES_DIR = PROJECT_ROOT / "languages"
+LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
 POOL = "ANY"  # shared terms used when a category's own list runs out
 SHAPE_CONTEXT_CHARS = 60  # text before a span that tells its kind ("País: ", "Sra. ")
 

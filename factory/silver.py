@@ -28,11 +28,12 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
+from .locale import languages_dir, packs_dir
 from .records import Record, Span, read_records, trim_span, write_records, write_text_atomic
 from .stats import apply_thresholds, corpus_stats
 
-LANGUAGES_DIR = PROJECT_ROOT / "languages"
-REGEX_PACKS_DIR = PROJECT_ROOT / "regex_packs"
+LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
+REGEX_PACKS_DIR = packs_dir(PROJECT_ROOT)
 
 
 class SilverError(ValueError):

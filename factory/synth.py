@@ -38,11 +38,12 @@ import typer
 import yaml
 
 from . import PROJECT_ROOT
+from .locale import synth_dir
 from .labels import CANONICAL_LABELS
 from .readers import RawRecord, RawSpan, ReadReport, read_corpus
 from .records import Record, trim_span, write_text_atomic
 
-SYNTH_DIR = PROJECT_ROOT / "corpora" / "synth"
+SYNTH_DIR = synth_dir(PROJECT_ROOT)
 DATA_FILES = ("sections.yml", "header.yml", "slots.yml", "lexicon.yml", "clinical.yml", "formats.yml")
 REQUIRED_FILES = ("sections.yml", "lexicon.yml")  # the others may be left out by a locale that does not need them
 LIST_FILES = ("lexicon.yml", "clinical.yml")  # files whose `lists:` are the word lists of the templates
