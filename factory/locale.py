@@ -100,11 +100,10 @@ class Locale:
 
     @classmethod
     def find(cls, lang: str, root: str | Path | None = None) -> "Locale | None":
-        """Like load, or None when the project has no such locale."""
-        try:
-            return cls.load(lang, root)
-        except LocaleError:
+        """Like load, or None when the project has no such locale (a broken locale.yml still raises)."""
+        if not cls.settings_path(lang, Path(root).expanduser() if root is not None else None).exists():
             return None
+        return cls.load(lang, root)
 
     @staticmethod
     def folder_of(lang: str, root: str | Path | None = None) -> Path:
