@@ -35,6 +35,47 @@ def hypothesis_examples(n: int) -> int:
     """max_examples for a test that sets its own: n under ci, HYPOTHESIS_EXPLORE_SCALE * n under explore."""
     return n * HYPOTHESIS_EXPLORE_SCALE if HYPOTHESIS_PROFILE == "explore" else n
 
+# ----------------------------------------------------------------------------- DEID_REQUIRE
+# Some skips hide a README claim when the machine cannot check it: the tests on ../shared (MEDDOCAN),
+# the clean-venv wheel test, the unwritable-folder tests. DEID_REQUIRE (comma-separated kinds, set by
+# .ci/run) turns the skips of the kinds it names into failures, so CI cannot pass with a claim
+# untested. The other skips (no /proc, no /dev/full: not Linux) stay skips whatever it says.
+REQUIRE_KINDS = {
+    "shared": "../shared/corpora (MEDDOCAN) is present",
+    "wheel": "the deid_<lang> wheel installs into a fresh virtual environment without deid_factory",
+    "unwritable": "a folder can be made unwritable to the stage under test (also as root)",
+}
+DEID_REQUIRE = {k.strip() for k in os.environ.get("DEID_REQUIRE", "").split(",") if k.strip()}
+_UNKNOWN_REQUIRE = sorted(DEID_REQUIRE - set(REQUIRE_KINDS))
+
+
+def pytest_configure(config):
+    if _UNKNOWN_REQUIRE:  # a typo would silently turn a required check back into a skip
+        raise pytest.UsageError(f"DEID_REQUIRE names unknown kinds {_UNKNOWN_REQUIRE}; known: {sorted(REQUIRE_KINDS)}")
+
+
+def require_or_skip(kind: str, reason: str) -> None:
+    """Skip the test with `reason`, or fail it when DEID_REQUIRE names `kind` (CI sets it)."""
+    if kind not in REQUIRE_KINDS:
+        raise ValueError(f"unknown require kind {kind!r}; known: {sorted(REQUIRE_KINDS)}")
+    if kind in DEID_REQUIRE:
+        pytest.fail(f"{reason} - and DEID_REQUIRE={','.join(sorted(DEID_REQUIRE))} requires that "
+                    f"{REQUIRE_KINDS[kind]}", pytrace=False)
+    pytest.skip(f"{reason} (DEID_REQUIRE={kind} would fail this)")
+
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def pytest_runtest_setup(item):
+    """@pytest.mark.shared(path, ...): each path (default: ../shared) must exist, else the test skips -
+    or fails under DEID_REQUIRE=shared. Checked before the test's fixtures are built."""
+    for mark in item.iter_markers(name="shared"):
+        for path in (mark.args or (SHARED,)):
+            if not Path(path).exists():
+                require_or_skip("shared", f"{path} is absent (../shared is not next to the checkout)")
+
+
 # ----------------------------------------------------------------------------- train_ fixtures
 # A tiny synthetic Spanish corpus with exact gold spans, built with Faker: enough for a CNN NER to
 # learn PERSON/DATE/ID/... in a couple of epochs, small enough to train in seconds on 2 cores.

@@ -4,7 +4,10 @@ import json
 
 import pytest
 
+from deid_factory import PROJECT_ROOT
 from deid_factory.evaluate import EvalError, entity_scores, gold_tokens, leak_scores, load_corpus
+
+MEDDOCAN_DEV = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan" / "dev"
 
 
 def test_strict_scores_exact_span_and_label():
@@ -134,13 +137,9 @@ def test_brat_folder_is_read_with_a_label_map(tmp_path):
     assert sorted(data[0][2]) == [(8, 15, "PERSON"), (24, 34, "DATE")]
 
 
-@pytest.mark.shared
+@pytest.mark.shared(MEDDOCAN_DEV)
 def test_meddocan_dev_loads_when_shared_is_present():
-    from deid_factory import PROJECT_ROOT
-
-    dev = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan" / "dev"
-    if not dev.exists():
-        pytest.skip("../shared/corpora/meddocan is not available")
+    dev = MEDDOCAN_DEV
     data = load_corpus(dev, lang="es", label_map="meddocan")
     assert len(data) > 100
     labels = {lab for _, _, spans in data for _, _, lab in spans}

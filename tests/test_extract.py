@@ -88,8 +88,7 @@ def test_extract_bad_brat_names_file_and_record_and_keeps_no_output(tmp_path):
     assert srsly.read_json(tmp_path / "o.json")["reader"]["skipped"][0]["id"] == "n1"
 
 
-@pytest.mark.shared
-@pytest.mark.skipif(not (MEDDOCAN / "train").is_dir(), reason="../shared/corpora/meddocan is absent")
+@pytest.mark.shared(MEDDOCAN / "train")
 def test_extract_meddocan_train(tmp_path):
     res = _run("extract", MEDDOCAN / "train", "--format", "brat", "--label-map", "meddocan", "--lang", "es",
                "--out", tmp_path / "m.jsonl", "--report", tmp_path / "m.json")

@@ -29,6 +29,8 @@ from deid_factory.stats import stats
 from deid_factory.surrogates import surrogate_file
 from deid_factory.translate import translate_file
 
+from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
+
 # Installed at interpreter start in the child: files under $DEID_FULL_DIR share $DEID_FULL_BUDGET bytes.
 FULL_DISK_SITECUSTOMIZE = r'''
 import builtins
@@ -368,26 +370,110 @@ def test_output_folder_under_a_regular_file(stage, faults_source, faults_transla
     assert blocker.read_text() == "keep me\n"
 
 
+# Root ignores permission bits because its threads hold CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH) in
+# their effective capability set. A thread may drop capabilities from its effective set and raise them
+# again later (they stay in the permitted set): without them, root is held to the owner bits of the
+# folders it owns, as any user is to theirs. Capabilities are per thread; the stages write from the
+# calling thread.
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _capabilities():
+    """(get, set) of this thread's effective capability words, via capget/capset; None where unavailable."""
+    import ctypes
+    import ctypes.util
+
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    def get():
+        header, data = Header(_LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+        if libc.capget(ctypes.byref(header), data) != 0:
+            raise OSError(ctypes.get_errno(), "capget failed")
+        return header, data
+
+    def set_(header, data):
+        if libc.capset(ctypes.byref(header), data) != 0:
+            raise OSError(ctypes.get_errno(), "capset failed")
+
+    return get, set_
+
+
+def _drop_dac_capabilities():
+    """Drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from this thread's effective set; returns a function
+    that restores them, or None where that cannot be done (not Linux, capset refused)."""
+    caps = _capabilities()
+    if caps is None:
+        return None
+    get, set_ = caps
+    try:
+        header, data = get()
+        saved = data[0].effective
+        data[0].effective = saved & ~((1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH))
+        set_(header, data)
+    except OSError:
+        return None
+
+    def restore():
+        header, data = get()
+        data[0].effective = saved
+        set_(header, data)
+
+    return restore
+
+
+def _can_create_a_file_in(folder: Path) -> bool:
+    probe = folder / "probe"
+    try:
+        probe.write_text("")
+    except PermissionError:
+        return False
+    probe.unlink()
+    return True
+
+
 @pytest.fixture()
 def unwritable_folder(tmp_path):
     """A folder with one earlier file that this process cannot write into, and the reason the
-    system gives. chmod 0o500 for a normal user; root ignores permission bits, so as root the folder
-    is made immutable (chattr +i, refused even to root), where the file system and the container
-    allow it."""
+    system gives. chmod 0o500 for a normal user. Root ignores permission bits: as root, the test
+    runs with CAP_DAC_OVERRIDE dropped from its effective capabilities (so the owner bits hold, as
+    for any user) - or, where capabilities cannot be changed, with the folder immutable (chattr +i,
+    refused even to root). Where neither works the test skips, or fails under
+    DEID_REQUIRE=unwritable (CI)."""
     folder = tmp_path / "unwritable"
     folder.mkdir()
     (folder / "earlier.txt").write_text("earlier output\n")
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        folder.chmod(0o500)
-        yield folder, "Permission denied"
-        folder.chmod(0o700)
-        return
-    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
-        pytest.skip("running as root and chattr +i is not available: no way to make a folder unwritable")
+    folder.chmod(0o500)
     try:
-        yield folder, "Operation not permitted"
+        if not hasattr(os, "geteuid") or os.geteuid() != 0:
+            yield folder, "Permission denied"
+            return
+        restore = _drop_dac_capabilities()
+        if restore is not None and not _can_create_a_file_in(folder):
+            try:
+                yield folder, "Permission denied"
+            finally:
+                restore()
+            return
+        if restore is not None:  # the file system lets root write anyway: try the next way
+            restore()
+        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+            require_or_skip("unwritable", "running as root, CAP_DAC_OVERRIDE cannot be dropped and chattr +i is not "
+                                          "available: no way to make a folder unwritable")
+        try:
+            yield folder, "Operation not permitted"
+        finally:
+            subprocess.run(["chattr", "-i", str(folder)], check=True)
     finally:
-        subprocess.run(["chattr", "-i", str(folder)], check=True)
+        folder.chmod(0o700)
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -12,6 +12,8 @@ import pytest
 
 from deid_factory.package import WHEEL_REQUIREMENTS, PackageError, assemble_pipeline, package_pipeline
 
+from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
+
 UNSEEN = "Paciente Marta Gil Romero, de 50 años, ingresa el 02/03/2021 en el Hospital Teruel. DNI 12345678Z."
 
 LOAD_SCRIPT = """
@@ -26,7 +28,8 @@ if sys.argv[1] == "factory-after":
     doc = nlp(sys.argv[2])
 print(json.dumps({"pipes": nlp.pipe_names, "name": nlp.meta["name"],
                   "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents],
-                  "merger_module": type(nlp.get_pipe("deid_merger")).__module__}))
+                  "merger_module": type(nlp.get_pipe("deid_merger")).__module__,
+                  "package_file": sys.modules["deid_es"].__file__}))
 """
 
 
@@ -89,21 +92,51 @@ def test_regex_only_pipeline_assembles(tmp_path):
     assert json.loads((tmp_path / "deid_fr" / "meta.json").read_text())["requirements"] == WHEEL_REQUIREMENTS
 
 
+def _dependencies_without_deid_factory(root: Path) -> Path:
+    """A folder of symlinks to every entry of this environment's site-packages except deid_factory's
+    (its package, its dist-info with the entry points, its editable-install hook) and any deid_<lang>
+    installed here: the wheel's requirements as this environment has them, offline, without the code
+    the wheel must not need."""
+    import sysconfig
+
+    root.mkdir()
+    for site_dir in {Path(sysconfig.get_paths()[k]) for k in ("purelib", "platlib")}:
+        for entry in site_dir.iterdir():
+            name = entry.name.lower()
+            if name.startswith(("deid_", "deid-", "__editable__")) or (root / entry.name).exists():
+                continue
+            (root / entry.name).symlink_to(entry)
+    return root
+
+
 @pytest.mark.slow
 def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
-    """A fresh venv (no deid_factory) + the wheel and its declared requirements is enough."""
+    """A fresh venv (no deid_factory) + the wheel and its declared requirements is enough. Offline: the
+    requirements come from this environment (a filtered view of its site-packages added to the venv's
+    path), and pip installs the wheel with --no-index, so each declared requirement must already be
+    there."""
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    try:
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        require_or_skip("wheel", f"cannot create a virtual environment with pip here: {exc}")
     python = env_dir / "bin" / "python"
-    ret = subprocess.run([str(python), "-m", "pip", "install", "-q", str(train_wheel)],
-                         capture_output=True, text=True, timeout=600)
-    if ret.returncode != 0 and ("No matching distribution" in ret.stderr or "Could not find" in ret.stderr):
-        pytest.skip("no package index reachable to install spaCy into the clean venv")
+    deps = _dependencies_without_deid_factory(tmp_path / "deps")
+    venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                    capture_output=True, text=True, check=True).stdout.strip())
+    (venv_site / "zz_project_dependencies.pth").write_text(f"import site; site.addsitedir({str(deps)!r})\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PIP_NO_INDEX"] = "1"  # no index, no network: the requirements must be found installed
+    ret = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", str(train_wheel)],
+                         capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert ret.returncode == 0, ret.stderr[-3000:]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     check = subprocess.run([str(python), "-c", "import deid_factory"], capture_output=True, cwd=tmp_path, env=env)
-    assert check.returncode != 0  # really clean
+    assert check.returncode != 0, "deid_factory is importable in the clean venv"  # really clean
+    check = subprocess.run([str(python), "-c", "import importlib.metadata as m; print(m.distribution('deid-factory'))"],
+                           capture_output=True, cwd=tmp_path, env=env)
+    assert check.returncode != 0, "deid_factory's metadata (its entry points) is visible in the clean venv"
     out = _run(python, "wheel-only", UNSEEN, env=env, cwd=tmp_path)
     assert out["merger_module"] == "deid_es.merger"
+    assert Path(out["package_file"]).is_relative_to(venv_site), out["package_file"]  # the wheel's copy, installed
     labels = {lab for _, _, lab in out["ents"]}
     assert {"PERSON", "DATE", "ID"} <= labels, out["ents"]

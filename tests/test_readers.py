@@ -259,8 +259,7 @@ def test_i2b2_reader_reports_broken_xml(tmp_path):
 
 
 # ----------------------------------------------------------------------------- MEDDOCAN
-@pytest.mark.shared
-@pytest.mark.skipif(not (MEDDOCAN / "train").is_dir(), reason="../shared/corpora/meddocan is absent")
+@pytest.mark.shared(MEDDOCAN / "train")
 def test_meddocan_train_reads_cleanly():
     report = ReadReport()
     records = list(read_corpus(MEDDOCAN / "train", "brat", "meddocan", "es", report=report))

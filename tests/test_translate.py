@@ -301,9 +301,8 @@ def test_resume_redoes_records_whose_input_changed(argos_home, argos_packages, t
 MEDDOCAN = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "meddocan" / "dev"
 
 
-@pytest.mark.shared
+@pytest.mark.shared(MEDDOCAN)
 @pytest.mark.slow
-@pytest.mark.skipif(not MEDDOCAN.is_dir(), reason="../shared/corpora/meddocan is not available")
 def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     """Real annotated Spanish notes (MEDDOCAN, first 12 of dev) through placeholder -> Argos -> surrogate."""
     import itertools
