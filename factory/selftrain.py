@@ -484,11 +484,18 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         write_bytes_atomic(round_corpus / "train.spacy", train_bin.to_bytes())
         del docs, pseudo_bin, train_bin, notes
         round_dir = out_dir / f"round-{r}"
-        summary = train_model(round_corpus / "train.spacy", dev_docbin, config_path, round_dir / "model", gpu_id=gpu_id,
+        # spaCy saves every string it saw with a model: the round trains inside the corpus folder
+        # (where the notes' text may be), and only its pruned model leaves it, so a failed or
+        # killed run never leaves the notes' words in OUT
+        trained = round_corpus / "model"
+        summary = train_model(round_corpus / "train.spacy", dev_docbin, config_path, trained, gpu_id=gpu_id,
                               max_epochs=max_epochs, patience=patience, init=init, seed=seed, vectors=vectors)
+        shutil.rmtree(trained / "model-last", ignore_errors=True)
+        removed = prune_strings(trained / "model-best", base_strings | _label_strings(gold_counts) | _label_strings(sel["candidates"]))
+        shutil.rmtree(round_dir / "model", ignore_errors=True)
+        round_dir.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(trained), str(round_dir / "model"))
         model = round_dir / "model" / "model-best"
-        shutil.rmtree(round_dir / "model" / "model-last", ignore_errors=True)
-        removed = prune_strings(model, base_strings | _label_strings(gold_counts) | _label_strings(sel["candidates"]))
         assemble_pipeline(model, lang, round_dir / "pipeline", pack_dir=pack_dir, version=version)
         scores = dev_scores(round_dir / "pipeline", dev_data)
         accepted = scores["strict_f"] > best["strict_f"] + float(settings["min_improvement"])
@@ -561,8 +568,13 @@ def selftrain_command(
                             pipeline_out=pipeline_out, pack_dir=pack_dir, version=version,
                             settings=load_settings(settings_file, rounds=rounds), gpu_id=gpu_id, max_epochs=max_epochs,
                             patience=patience, init=init, seed=seed, vectors=vectors, label_map=label_map)
-    except (SelfTrainError, TrainError, PackageError, EvalError) as err:
+    except (SelfTrainError, TrainError, PackageError, EvalError, RecordError, OutputError) as err:
         typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(1)
+    except yaml.YAMLError as err:  # --settings: name the file and the place, not its content
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        typer.echo(f"error: {settings_file}: not valid YAML{where}", err=True)
         raise typer.Exit(1)
     short = [{"round": 0, "dev_strict_f": report["baseline"]["dev"]["strict_f"]}]
     short += [{"round": row["round"], "notes_kept": row["notes_kept"], "pseudo_spans": row["pseudo_spans"],

@@ -506,3 +506,13 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
     code, printed = _redact([notes, "--out", tmp_path / "high", "--pipelines", train_pipeline, "--lang", "es",
                              "--quiet", "--recall-bias", "high"], caplog)
     assert code == 0, printed
+
+
+def test_non_overlapping_takes_a_one_shot_iterator():
+    """Overlapping spans given as a generator: the slow path must not sort an exhausted iterator
+    (it returned no span at all, and the text would have been written with its PHI)."""
+    from deid_factory.runtime.redact import non_overlapping
+
+    spans = [(0, 5, "PERSON"), (3, 8, "ID"), (10, 12, "DATE")]
+    assert non_overlapping(iter(spans)) == non_overlapping(spans) != []
+    assert (10, 12, "DATE") in non_overlapping(s for s in spans)

@@ -257,10 +257,11 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
     for text in notes:
         detector.probabilities(text[:1000], 0)
     ours = time.process_time() - start
-    assert ours < 0.6 * theirs, (ours, theirs)  # 0.42 measured (CPU time of this process)
+    # a loose bound (the speed itself is bench/bench_redact.py's): 0.42 measured, CPU time of this process
+    assert ours < 0.8 * theirs, (ours, theirs)
     start = time.process_time()
     detector.probabilities_many([text[:1000] for text in notes], 0)
-    assert time.process_time() - start < 0.3 * theirs  # 0.16 measured
+    assert time.process_time() - start < 0.5 * theirs  # 0.16 measured
 
 
 @pytest.mark.parametrize("window", [3, 40, 300])

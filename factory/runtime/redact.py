@@ -61,11 +61,11 @@ def non_overlapping(spans: Iterable[SpanT]) -> list[SpanT]:
     """Longest first, then leftmost; overlapping leftovers are dropped (doc.ents never overlap).
     Near-linear: a long note with thousands of spans must not take quadratic time. Spans that do
     not overlap (the router's final spans always) are returned sorted, without the interval set."""
-    ordered = sorted(spans, key=lambda s: (s[0], s[1]))
+    ordered = sorted(spans, key=lambda s: (s[0], s[1]))  # a list: `spans` may be a one-shot iterator
     if all(s[0] < s[1] for s in ordered) and all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])):
         return ordered
     chosen = NonOverlapping()
-    for s in sorted(spans, key=lambda s: (-(s[1] - s[0]), s[0])):
+    for s in sorted(ordered, key=lambda s: (-(s[1] - s[0]), s[0])):
         chosen.add(s[0], s[1], s)
     return chosen.items()
 
