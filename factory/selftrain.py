@@ -18,7 +18,8 @@ Each round:
      be taught as O; "drop" leaves the whole note out;
   4. retrain from scratch on gold train + pseudo-labelled notes (`train.train_model`), assemble
      the round's pipeline and score it on dev (combined strict micro F1, as evaluate reports it);
-  5. keep the round only if dev strict F1 beats the best so far by more than min_improvement;
+  5. keep the round only if dev strict F1 beats the best so far by more than min_improvement and
+     dev token recall does not fall by more than max_recall_drop (recall first);
      otherwise stop (the round's model is discarded). The next round relabels the whole pool with
      the improved pipeline (pseudo labels are not accumulated across rounds).
 
@@ -498,14 +499,20 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         model = round_dir / "model" / "model-best"
         assemble_pipeline(model, lang, round_dir / "pipeline", pack_dir=pack_dir, version=version)
         scores = dev_scores(round_dir / "pipeline", dev_data)
-        accepted = scores["strict_f"] > best["strict_f"] + float(settings["min_improvement"])
+        # recall first: a round that finds more exact spans but leaves more PHI tokens in clear
+        # text is not an improvement for a de-identifier (self-training on a model's own confident
+        # labels tends to trade recall for precision)
+        better = scores["strict_f"] > best["strict_f"] + float(settings["min_improvement"])
+        recall_kept = scores["token_recall"] >= best["token_recall"] - float(settings["max_recall_drop"])
+        accepted = better and recall_kept
         row.update({"train_docs": summary["train_docs"], "train_best_ents_f": summary["best_ents_f"],
                     "strings_removed": removed, "dev": scores, "accepted": accepted})
         report["rounds"].append(row)
-        log.info("round %d: dev strict F1 %.4f (best so far %.4f): %s", r, scores["strict_f"], best["strict_f"],
-                 "kept" if accepted else "not kept, stopping")
+        log.info("round %d: dev strict F1 %.4f, token recall %.4f (best so far %.4f, %.4f): %s", r, scores["strict_f"],
+                 scores["token_recall"], best["strict_f"], best["token_recall"], "kept" if accepted else "not kept, stopping")
         if not accepted:
-            stopped = f"round {r}: dev strict F1 did not improve"
+            stopped = (f"round {r}: dev strict F1 did not improve" if not better else
+                       f"round {r}: dev token recall fell by more than max_recall_drop")
             break
         best, best_pipeline, best_round = scores, round_dir / "pipeline", r
     report.update({"best_round": best_round, "best_dev": best, "stopped": stopped,

@@ -214,7 +214,8 @@ def test_report_has_counts_and_dev_scores_and_the_best_pipeline_is_copied(selftr
         assert key in row
     assert set(row["spans"]) >= {"candidates", "kept", "dropped_threshold", "dropped_proportion"}
     assert 0 <= row["dev"]["strict_f"] <= 1 and 0 <= report["baseline"]["dev"]["strict_f"] <= 1
-    assert row["accepted"] == (row["dev"]["strict_f"] > report["baseline"]["dev"]["strict_f"])
+    assert row["accepted"] == (row["dev"]["strict_f"] > report["baseline"]["dev"]["strict_f"]
+                               and row["dev"]["token_recall"] >= report["baseline"]["dev"]["token_recall"])
     assert report["best_round"] == (1 if row["accepted"] else 0)
     assert (root / "final" / "config.cfg").exists() and "deid_merger" in (root / "final" / "config.cfg").read_text()
 
@@ -266,7 +267,7 @@ def test_rounds_go_on_while_dev_improves_and_the_best_pipeline_is_kept(selftrain
 
     def fake_dev_scores(pipeline_dir, dev_data):
         scored.append(Path(pipeline_dir))
-        return {"strict_f": next(scripted), "ner_strict_f": 0.0, "token_recall": 0.0}
+        return {"strict_f": next(scripted), "ner_strict_f": 0.0, "token_recall": 0.9}
 
     labelled_by = []
     real_load = st.label_notes
@@ -319,3 +320,34 @@ def test_cli_names_a_missing_unlabeled_path_in_one_line(tmp_path, selftrain_run)
     assert res.exit_code == 0, res.output
     assert "deid_merger" in (tmp_path / "pipeline" / "config.cfg").read_text()
     assert json.loads((tmp_path / "st" / "selftrain_report.json").read_text())["rounds"] == []
+
+
+def test_a_round_that_loses_token_recall_is_not_kept(selftrain_run, tmp_path, monkeypatch):
+    """Recall first: round 1 raises dev strict F1 but leaves more PHI tokens in clear text -> it is
+    not kept, and the base pipeline stays the result."""
+    import deid_factory.selftrain as st
+
+    run = selftrain_run
+    scripted = iter([(0.5, 0.95), (0.7, 0.90)])
+
+    def fake_dev_scores(pipeline_dir, dev_data):
+        f, recall = next(scripted)
+        return {"strict_f": f, "ner_strict_f": 0.0, "token_recall": recall}
+
+    monkeypatch.setattr(st, "dev_scores", fake_dev_scores)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i, r in enumerate(run["unlabeled"][:4]):
+        (notes / f"{i}.txt").write_text(r["text"], encoding="utf-8")
+    report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
+                           run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out", lang="es",
+                           corpus_dir=tmp_path / "corpus", settings=load_settings(rounds=2), max_epochs=1, patience=1, seed=0)
+    assert [r["accepted"] for r in report["rounds"]] == [False]
+    assert report["best_round"] == 0 and "token recall" in report["stopped"]
+    # with the guard relaxed, the same round is kept
+    scripted = iter([(0.5, 0.95), (0.7, 0.90), (0.6, 0.90)])
+    report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
+                           run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out2", lang="es",
+                           corpus_dir=tmp_path / "corpus2", settings=load_settings(rounds=2, max_recall_drop=0.1),
+                           max_epochs=1, patience=1, seed=0)
+    assert [r["accepted"] for r in report["rounds"]] == [True, False]
