@@ -213,6 +213,39 @@ def measure_speed(results: dict) -> None:
         print(f"  {name}: {wps:,.0f} CPU words/s ({result['speed']['vs_presidio']}x Presidio)", flush=True)
 
 
+def plot_frontier(results: dict, path: Path) -> None:
+    """Token recall and strict F1 (final half, combined) against CPU words/s, one point per built
+    system: the accuracy/speed frontier of docs/training.md."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [(name, r["speed"]["cpu_words_per_s"], r["scores"]["final"]["combined"])
+              for name, r in results.items() if r.get("speed") and "combined" in r["scores"]["final"]]
+    if not points:
+        return
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for ax, key, title in ((axes[0], lambda m: m["token_recall"], "token PHI recall"),
+                           (axes[1], lambda m: m["strict"]["micro"]["f"], "strict F1")):
+        for name, wps, metrics in points:
+            ax.scatter(wps, key(metrics))
+            ax.annotate(name, (wps, key(metrics)), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        peer = next(iter(points))
+        presidio = results[peer[0]]["speed"].get("presidio_cpu_words_per_s")
+        if presidio:
+            ax.axvline(10 * presidio, color="grey", linestyle="--", linewidth=1)
+            ax.annotate("10x Presidio", (10 * presidio, ax.get_ylim()[0]), fontsize=8, rotation=90,
+                        textcoords="offset points", xytext=(-10, 10))
+        ax.set_xlabel("CPU words/s, one core")
+        ax.set_title(f"MEDDOCAN dev, final half: {title}")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def render(results: dict) -> str:
     lines = ["# Builds from MEDDOCAN train, scored on MEDDOCAN dev (tune half: early stopping; final half: only scored)", ""]
     lines += ["| system | what | scored | final strict P | R | F1 | final token recall | final docs fully redacted | tune F1 | tune token recall | CPU words/s (one core) | vs Presidio | epochs |",
@@ -280,6 +313,7 @@ def main() -> None:
         measure_speed(results)
     write_text_atomic(RESULTS / "meddocan.json", json.dumps(results, indent=2))
     write_text_atomic(RESULTS / "meddocan.md", render(results))
+    plot_frontier(results, RESULTS / "meddocan_frontier.png")
     print(f"wrote {RESULTS / 'meddocan.md'}")
 
 
