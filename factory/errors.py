@@ -72,10 +72,9 @@ from pathlib import Path
 from typing import Sequence
 
 import typer
-import yaml
 
 from .evaluate import SYSTEMS, EvalError, SpanT, load_corpus, predict
-from .records import all_or_nothing, write_text_atomic
+from .records import all_or_nothing, read_yaml_mapping, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +133,7 @@ def load_context_rules(lang: str | None = None, path: str | Path | None = None) 
     path = Path(path) if path is not None else CATEGORIES_FILE
     if not path.exists():
         raise ErrorsError(f"{path}: categories file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise ErrorsError(f"{path}: not valid YAML ({getattr(err, 'problem', err)})") from None
-    if not isinstance(data, dict):
-        raise ErrorsError(f"{path}: expected a mapping with generic, languages and rules")
+    data = read_yaml_mapping(path, ErrorsError, "a mapping with generic, languages and rules")
     unknown = set(data) - {"generic", "languages", "rules"}
     if unknown:
         raise ErrorsError(f"{path}: unknown keys {sorted(unknown)} (expected generic, languages, rules)")
@@ -397,7 +391,7 @@ def render_error_report(report: dict, top: int = 15) -> str:
     lines += _kind_table("By label", "label", c["by_label"])
     lines += _kind_table("By position", "position", c["by_position"], POSITIONS)
     lines += _kind_table("By shape (an error may have several)", "shape", c["by_shape"], SHAPES)
-    lines += [f"## Top (kind, label, category)", "", "| kind | label | category | count |", "|---|---|---|---|"]
+    lines += ["## Top (kind, label, category)", "", "| kind | label | category | count |", "|---|---|---|---|"]
     lines += [f"| {r['kind']} | {r['label']} | {r['category']} | {r['n']} |" for r in c["by_kind_label_category"][:top]]
     if c["confusions"]:
         lines += ["", "## Wrong labels (gold -> predicted)", "", "| gold | predicted | count |", "|---|---|---|"]

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULTS_FILE = TEMPLATES / "defaults.yml"
@@ -38,13 +37,9 @@ def _project_root() -> Path:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise LocaleError(f"{path}: not valid YAML ({err})") from None
-    if not isinstance(data, dict):
-        raise LocaleError(f"{path}: expected a mapping of settings")
-    return data
+    from .records import read_yaml_mapping
+
+    return read_yaml_mapping(path, LocaleError, "a mapping of settings")
 
 
 def defaults() -> dict[str, Any]:

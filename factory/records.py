@@ -305,6 +305,22 @@ def write_records(path: str | Path, records: Iterable[Record]) -> int:
     return count
 
 
+def read_yaml_mapping(path: str | Path, error: type[Exception] = ValueError,
+                      expected: str = "a mapping (`key: value`) at the top level") -> dict[str, Any]:
+    """A project data file (settings, lists, rules) that must hold a mapping; an empty file is {}.
+    Invalid YAML or another top-level type raises `error` with one line naming the file."""
+    import yaml
+
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise error(f"{path}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
+    if not isinstance(data, dict):
+        raise error(f"{path}: expected {expected}")
+    return data
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write a text file atomically (temp file in the same folder + rename), creating its folder."""
     write_chunks_atomic(path, [text.encode("utf-8")])

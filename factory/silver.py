@@ -25,11 +25,10 @@ from typing import Any, Iterable, Iterator
 
 import srsly
 import typer
-import yaml
 
 from . import PROJECT_ROOT
 from .locale import languages_dir, packs_dir
-from .records import Record, Span, read_records, trim_span, write_records, write_text_atomic
+from .records import Record, Span, read_records, read_yaml_mapping, trim_span, write_records, write_text_atomic
 from .stats import apply_thresholds, corpus_stats
 
 LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
@@ -48,10 +47,7 @@ def load_silver_config(locale: str | Path) -> dict[str, Any]:
         path = LANGUAGES_DIR / str(locale) / "silver.yml"
     if not path.exists():
         raise SilverError(f"{path}: no silver filter configuration for locale {locale!r}")
-    try:
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise SilverError(f"{path}: not valid YAML ({err})") from None
+    cfg = read_yaml_mapping(path, SilverError)
     for key in ("street_filter", "eponym_filter", "thresholds"):
         if not isinstance(cfg.get(key), dict):
             raise SilverError(f"{path}: missing section {key!r}")

@@ -35,13 +35,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import typer
-import yaml
 
 from . import PROJECT_ROOT
 from .locale import synth_dir
 from .labels import CANONICAL_LABELS
 from .readers import RawRecord, RawSpan, ReadReport, read_corpus
-from .records import Record, trim_span, write_text_atomic
+from .records import Record, read_yaml_mapping, trim_span, write_text_atomic
 
 SYNTH_DIR = synth_dir(PROJECT_ROOT)
 DATA_FILES = ("sections.yml", "header.yml", "slots.yml", "lexicon.yml", "clinical.yml", "formats.yml")
@@ -88,13 +87,7 @@ class SynthData:
                 if name in REQUIRED_FILES:
                     raise SynthError(f"{path}: missing synthetic-corpus data file")
                 continue
-            try:
-                content = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-            except yaml.YAMLError as err:
-                raise SynthError(f"{path}: not valid YAML ({err})") from None
-            if not isinstance(content, dict):
-                raise SynthError(f"{path}: expected settings (`key: value`) at the top level")
-            parts[name.removesuffix(".yml")] = content
+            parts[name.removesuffix(".yml")] = read_yaml_mapping(path, SynthError, "settings (`key: value`) at the top level")
         slots = parts.pop("slots").get("slots") or {}
         data = cls(lang=lang, folder=folder, slots=slots, **parts)
         data._gather_lists()
