@@ -99,6 +99,22 @@ def _atomic_dir(final: Path):
     return tmp, commit
 
 
+def write_dir_atomic(final: Path, fill) -> None:
+    """`fill(tmp)` writes a folder that replaces `final` only once it is complete: a failure (a full
+    disk, an interrupt) leaves the previous `final` as it was and no temp folder behind."""
+    try:
+        tmp, commit = _atomic_dir(final)
+    except OSError as err:
+        raise OutputError(final, err) from None
+    try:
+        with writes_to(final):
+            fill(tmp)
+            commit()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def default_pack_dir(lang: str) -> Path:
     return packs_dir(PROJECT_ROOT) / lang
 
@@ -140,18 +156,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         "license": "MIT",
         "requirements": list(WHEEL_REQUIREMENTS),
     })
-    out_dir = Path(out_dir)
-    try:
-        tmp, commit = _atomic_dir(out_dir)
-    except OSError as err:
-        raise OutputError(out_dir, err) from None
-    try:
-        with writes_to(out_dir):
-            nlp.to_disk(tmp)
-            commit()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    write_dir_atomic(Path(out_dir), nlp.to_disk)
     return nlp
 
 

@@ -49,7 +49,7 @@ import srsly
 import typer
 import yaml
 
-from .records import OutputError, RecordError, write_bytes_atomic, write_text_atomic, writes_to
+from .records import OutputError, RecordError, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -123,25 +123,25 @@ def read_unlabeled(path: str | Path, max_notes: int = 0) -> tuple[list[str], dic
 
 
 def _notes_of(file: Path) -> Iterator[str]:
+    from .readers import strip_bom
+    from .readers.jsonl import jsonl_lines
+
     if file.suffix == ".jsonl":
-        with file.open("rb") as handle:
-            for lineno, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8").lstrip("\ufeff")
-                except UnicodeDecodeError:
-                    raise RecordError(f"{file}:{lineno}: not UTF-8") from None
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except ValueError:
-                    raise RecordError(f"{file}:{lineno}: not valid JSON") from None
-                if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-                    raise RecordError(f"{file}:{lineno}: a note needs a string `text` field")
-                yield data["text"]
+        for lineno, line in jsonl_lines(file):
+            if line is None:
+                raise RecordError(f"{file}:{lineno}: not UTF-8")
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError:
+                raise RecordError(f"{file}:{lineno}: not valid JSON") from None
+            if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+                raise RecordError(f"{file}:{lineno}: a note needs a string `text` field")
+            yield data["text"]
     else:
         try:
-            yield file.read_bytes().decode("utf-8").lstrip("\ufeff")
+            yield strip_bom(file.read_bytes().decode("utf-8"))
         except UnicodeDecodeError:
             raise RecordError(f"{file}: not UTF-8") from None
 
@@ -379,20 +379,13 @@ def _dev_docbin(dev_data, lang: str, path: Path) -> Path:
 
 
 def _copy_pipeline(src: Path, dst: Path) -> None:
-    from .package import _atomic_dir
+    from .package import write_dir_atomic
 
-    try:
-        tmp, commit = _atomic_dir(dst)
-    except OSError as err:
-        raise OutputError(dst, err) from None
-    try:
-        with writes_to(dst):
-            shutil.rmtree(tmp)
-            shutil.copytree(src, tmp)
-            commit()
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    def copy(tmp: Path) -> None:
+        shutil.rmtree(tmp)  # copytree creates its destination
+        shutil.copytree(src, tmp)
+
+    write_dir_atomic(dst, copy)
 
 
 # --------------------------------------------------------------------------- the loop

@@ -21,7 +21,7 @@ from ..records import RecordError
 from . import RawRecord, RawSpan, iter_files, strip_bom, unreadable
 
 
-def _lines(file: Path) -> Iterator[tuple[int, str | None]]:
+def jsonl_lines(file: Path) -> Iterator[tuple[int, str | None]]:
     """Stream (line number, line), line None when it is not UTF-8 (the caller names file and line).
     Lines are decoded one by one (a text-mode file decodes in blocks and would blame the wrong line)."""
     with file.open("rb") as handle:
@@ -71,7 +71,7 @@ def _id_of(line: str) -> str:
 def read_jsonl(path: Path, lang: str = "es") -> Iterator[RawRecord]:
     for file in iter_files(path, ".jsonl"):
         seen_content = False
-        for lineno, line in _lines(file):
+        for lineno, line in jsonl_lines(file):
             where = f"{file}:{lineno}"
             if line is None:
                 seen_content = True
