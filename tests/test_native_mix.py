@@ -102,3 +102,50 @@ def test_native_records_pass_through_an_installed_route(argos_home, argos_packag
     assert out["fr-0"].meta["translation"]["reason"] == "already in the target language"
     assert all(out[r.id].meta["translation"]["route"] == ["es", "en", "fr"] for r in es)
     assert json.dumps(report)  # the report stays JSON
+
+
+def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tmp_path):
+    """The synthetic corpus of the target language already holds fictitious target-locale values in
+    more forms than the surrogate engine draws: the surrogate stage keeps them as written, and
+    surrogates only what was translated (or any record when it is not given the originals)."""
+    from deid_factory.surrogates import surrogate_file
+
+    src = _source(tmp_path, n=6)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
+    (tmp_path / "pk").mkdir()
+    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "fr", "es", packages_dir=tmp_path / "pk",
+                   argos_dir=tmp_path / "argos", progress=False, if_no_route="skip")
+    generated = {r.id: r for r in read_records(tmp_path / "mixed.jsonl") if r.meta.get("native_synth")}
+    assert len(generated) == 6
+
+    report = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final", "es", seed=1, splits="1,0,0",
+                            generated=tmp_path / "mixed.jsonl", source_lang="fr")
+    out = {r.id: r for r in read_records(tmp_path / "final" / "records.jsonl")}
+    assert report["kept_as_generated"] == 6 and report["records_out"] == 6
+    for rid, original in generated.items():
+        assert out[rid].text == original.text
+        assert [(s.start, s.end, s.label) for s in out[rid].spans] == [(s.start, s.end, s.label) for s in original.spans]
+
+    # without the originals the same records are surrogate-replaced, as before
+    again = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final2", "es", seed=1, splits="1,0,0")
+    redrawn = {r.id: r for r in read_records(tmp_path / "final2" / "records.jsonl")}
+    assert again["kept_as_generated"] == 0
+    assert sum(redrawn[rid].text != original.text for rid, original in generated.items()) >= 5
+
+
+def test_a_same_language_synthetic_build_keeps_the_generated_values(tmp_path):
+    from deid_factory.surrogates import surrogate_file
+
+    extract("-", "synth", "es", tmp_path / "ex.jsonl", n=8, seed=3, target="es")
+    placeholder_file(tmp_path / "ex.jsonl", tmp_path / "ph.jsonl", "es")
+    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "es", "es", progress=False)
+    report = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final", "es", seed=1, splits="1,0,0",
+                            generated=tmp_path / "ex.jsonl", source_lang="es")
+    originals = {r.id: r.text for r in read_records(tmp_path / "ex.jsonl")}
+    out = list(read_records(tmp_path / "final" / "records.jsonl"))
+    assert report["kept_as_generated"] == 8 and all(r.text == originals[r.id] for r in out)
+    # translated records (source in another language) are never kept as written
+    other = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final_fr", "es", seed=1, splits="1,0,0",
+                           generated=tmp_path / "ex.jsonl", source_lang="fr")
+    assert other["kept_as_generated"] == 0

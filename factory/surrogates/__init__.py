@@ -291,6 +291,8 @@ def surrogate_file(
     originals: str | Path | None = None,
     augment_share: float = 0.0,
     dev_path: str | Path | None = None,
+    generated: str | Path | None = None,
+    source_lang: str | None = None,
 ) -> dict[str, Any]:
     """in_path (translated JSONL) -> out_dir/records.jsonl, train/dev/test.spacy, report.json.
 
@@ -300,6 +302,14 @@ def surrogate_file(
     to the training split only. dev_path: records of a development set (already in the target
     language, as annotated) used as the dev split instead of a share of the source; on the native
     path every source note then trains, and the held-out test split is that dev set too.
+
+    generated: the records before placeholders (the same file as `originals`), off the native path.
+    A record the synthetic corpus wrote in the target language (the whole embedded corpus of a
+    build in the source's own language, or the native share of a mixed build) keeps the values the
+    generator wrote: they are already fictitious and of the target locale, and the generator writes
+    them in far more forms than the surrogate engine (floors and doors of addresses, streets named
+    after people, hospitals in many forms). Re-drawing them cost deid_es 8 points of strict F1 and
+    7 of token recall on real notes (docs/corpus.md). Translated records get surrogates as before.
     """
     from ..splits import parse_ratios, write_splits
 
@@ -312,7 +322,15 @@ def surrogate_file(
     cfg = load_settings(target)
     ratios = parse_ratios(splits, cfg.get("splits"))
     if originals is None:
-        kept, report = surrogate_records(records, target, seed, casing, one_casing_per_record, unique_names)
+        as_generated = _generated_in_target(records, generated, target, source_lang)
+        kept, report = surrogate_records([r for r in records if r.id not in as_generated], target, seed, casing,
+                                         one_casing_per_record, unique_names)
+        # input order: the split of a record must not depend on which of the two ways it took
+        position = {r.id: i for i, r in enumerate(records)}
+        kept = sorted(kept + list(as_generated.values()), key=lambda r: position[r.id])
+        report["records_in"] = len(records)
+        report["records_out"] = len(kept)
+        report["kept_as_generated"] = len(as_generated)
         fixed: dict[str, str] = {}
         if dev_records:  # the source's dev share trains; the given dev set is the dev split
             ratios = parse_ratios({"train": ratios["train"] + ratios["dev"], "dev": 0.0, "test": ratios["test"]})
@@ -351,6 +369,28 @@ def surrogate_file(
     return report
 
 
+def _generated_in_target(records: list[Record], generated: str | Path | None, target: str,
+                         source_lang: str | None) -> dict[str, Record]:
+    """id -> the record as the synthetic corpus wrote it, for each record of `records` written by
+    the synthetic corpus in the target language (see surrogate_file); {} without `generated`."""
+    if generated is None:
+        return {}
+    same_language_source = (source_lang or target) == target
+
+    def written_in_target(record: Record) -> bool:
+        return bool(record.meta.get("native_synth")) or (same_language_source and record.meta.get("source_format") == "synth")
+
+    wanted = {r.id for r in records if written_in_target(r)}
+    if not wanted:
+        return {}
+    found: dict[str, Record] = {}
+    for record in read_records(generated):
+        if record.id in wanted and written_in_target(record):
+            record.lang = target
+            found[record.id] = record
+    return found
+
+
 def _augmentation(placeholdered: list[Record], plan: dict[str, str], target: str, seed: int, share: float,
                   casing, one_casing_per_record, unique_names) -> tuple[list[Record], dict[str, Any]]:
     """Surrogate-replaced copies of `share` of the native training notes (plan: id -> split; never
@@ -382,7 +422,7 @@ def surrogate_command(
     unique_names: bool = typer.Option(True, help="Never reuse a full name in the corpus (zero-shot test set)"),
     splits: str = typer.Option("", help="train/dev/test shares, e.g. 0.8,0.1,0.1 (split by record)"),
     native: str = typer.Option("no", "--native", help="yes: train on --originals as annotated (surrogate copies only as --augment-share); auto: yes unless --source-format is synth and when the source language is the target"),
-    originals: Path | None = typer.Option(None, "--originals", help="Native path: the annotated records (JSONL) before placeholders"),
+    originals: Path | None = typer.Option(None, "--originals", help="The records (JSONL) before placeholders. Native path: trained on as annotated; otherwise the synthetic records written in the target language keep their generated values"),
     augment_share: float = typer.Option(0.0, "--augment-share", help="Native path: share of training notes also added as surrogate copies (0-1)"),
     dev: str = typer.Option("-", "--dev", help="Records (JSONL) of a dev set in the target language, used as the dev split; '-' or an empty file: split the source"),
     source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
@@ -397,7 +437,8 @@ def surrogate_command(
             raise ValueError("--native needs --originals (the annotated records before placeholders)")
         dev_path = None if dev == "-" or (Path(dev).exists() and Path(dev).stat().st_size == 0) else Path(dev)
         report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names,
-                                splits or None, originals if is_native else None, augment_share, dev_path)
+                                splits or None, originals if is_native else None, augment_share, dev_path,
+                                generated=None if is_native else originals, source_lang=source_lang or None)
     except (FileNotFoundError, RecordError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
