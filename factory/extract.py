@@ -63,6 +63,12 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
             yield record
 
     chosen = list(checked(records))
+    if generated and (target is None or target == lang):
+        # Written by the target language's own synthetic corpus: nothing to translate, so the
+        # corpus thresholds (which protect machine translation) pass it whole, and the surrogate
+        # stage keeps the values the generator wrote (surrogates.surrogate_file).
+        for record in chosen:
+            record.meta["native_synth"] = True
     mix = _native_synthetic(lang, target, native_share, len(chosen), n, seed)
     if mix is not None:
         report["native_synth"] = mix["report"]

@@ -145,7 +145,13 @@ def test_a_same_language_synthetic_build_keeps_the_generated_values(tmp_path):
     originals = {r.id: r.text for r in read_records(tmp_path / "ex.jsonl")}
     out = list(read_records(tmp_path / "final" / "records.jsonl"))
     assert report["kept_as_generated"] == 8 and all(r.text == originals[r.id] for r in out)
-    # translated records (source in another language) are never kept as written
-    other = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final_fr", "es", seed=1, splits="1,0,0",
+    assert all(r.meta.get("native_synth") for r in read_records(tmp_path / "ex.jsonl"))
+    # records of a source in another language (translated) are never kept as written
+    translated = []
+    for record in read_records(tmp_path / "tr.jsonl"):
+        record.meta.pop("native_synth")
+        translated.append(record)
+    write_records(tmp_path / "tr_other.jsonl", translated)
+    other = surrogate_file(tmp_path / "tr_other.jsonl", tmp_path / "final_fr", "es", seed=1, splits="1,0,0",
                            generated=tmp_path / "ex.jsonl", source_lang="fr")
     assert other["kept_as_generated"] == 0

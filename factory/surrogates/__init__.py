@@ -445,6 +445,7 @@ def surrogate_command(
     s = report["splits"]
     typer.echo(
         f"surrogate {target}: {report['records_out']}/{report['records_in']} records "
+        f"({report.get('kept_as_generated', 0)} as the synthetic corpus wrote them) "
         f"(train {s['counts']['train']}, dev {s['counts']['dev']}, test {s['counts']['test']}); "
         f"dropped {report['dropped'] or 'none'}; casing {report['casing_observed']}; wrote {out_dir}"
     )
