@@ -13,7 +13,7 @@ import typer
 
 from . import PROJECT_ROOT
 from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir
-from .runtime.regex_pack import Pattern, RegexPack
+from deid_runtime.regex_pack import Pattern, RegexPack
 
 PACKS_DIR = packs_dir(PROJECT_ROOT)
 LANGUAGES_DIR = languages_dir(PROJECT_ROOT)

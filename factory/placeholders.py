@@ -31,7 +31,7 @@ from . import PROJECT_ROOT
 from .locale import languages_dir
 from .labels import CANONICAL_LABELS
 from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
-from .runtime.surrogates import describe, load_locale
+from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
 

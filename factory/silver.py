@@ -179,7 +179,7 @@ def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float |
 def load_annotator(name: str):
     """A callable text -> [(start, end, label)] for `regex:<lc>` or a spaCy pipeline name/path."""
     if name.startswith("regex:"):
-        from .runtime.regex_pack import RegexPack
+        from deid_runtime.regex_pack import RegexPack
 
         locale = name.split(":", 1)[1]
         pack = RegexPack.from_dir(REGEX_PACKS_DIR / locale)
