@@ -18,13 +18,13 @@ By default (`apply_to: silver`) the span filters judge only spans with an annota
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import srsly
 import typer
+from deid_runtime.text import fold
 
 from . import PROJECT_ROOT
 from .locale import languages_dir, packs_dir
@@ -63,8 +63,7 @@ def load_silver_config(locale: str | Path) -> dict[str, Any]:
 
 def _fold(text: str) -> str:
     """Case- and accent-insensitive form: "Sjögren's" -> "sjogren"; hyphens count as spaces."""
-    text = unicodedata.normalize("NFKD", text.casefold())
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = fold(text)
     text = re.sub(r"['’]s$", "", text.strip())
     return " ".join(text.replace("-", " ").split())
 

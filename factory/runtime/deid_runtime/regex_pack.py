@@ -23,11 +23,10 @@ from typing import Any, Iterable
 import yaml
 
 from .canonical import CANONICAL_LABELS
+from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
 from .validators import get_validator
 
 PACK_FILES = ("pack.yml", "context.yml")
-# Characters trimmed from both ends of every match: boundaries never include punctuation or spaces.
-BOUNDARY_CHARS = " \t\r\n.,;:!?()[]{}<>\"'«»“”‘’¿¡/\\-–—*_|="
 _FLAG_NAMES = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE, "VERBOSE": re.VERBOSE, "X": re.VERBOSE}
 _VOCAB_REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # A generic ID reported because of a trigger label, after the candidate failed its check digits.
