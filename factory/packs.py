@@ -1,6 +1,6 @@
 """Locale regex packs on the factory side: run a pack's own test cases, scan text, scaffold a new locale.
 
-The matcher itself lives in runtime/regex_pack.py (it travels inside the deid_<lang> wheels).
+The matcher itself lives in deid_runtime/regex_pack.py (deid-runtime, which the deid_<lang> wheels require).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ A pack is a folder `regex_packs/<lc>/` holding
                `triggers` (terms + window that raise the score, and that let an identifier which fails
                its check digits still be reported as a generic ID)
 
-This module travels inside the deid_<lang> wheels, so it depends only on spaCy, PyYAML and
-python-stdnum (through validators.py).
+This module is part of deid-runtime, which every deid_<lang> wheel requires, so it depends only on
+PyYAML and python-stdnum (through validators.py).
 """
 
 from __future__ import annotations
