@@ -99,7 +99,6 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     """NER model (or none: a blank `lang` pipeline) + regex pack + merger, saved to out_dir."""
     import spacy
 
-    from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
     from deid_runtime.regex_pack import RegexPack
     from deid_runtime.tokenization import customize_tokenizer
 
