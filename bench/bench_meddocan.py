@@ -90,7 +90,7 @@ def score(pipeline: str | Path, halves: dict[str, Path], systems=("ner", "combin
     import spacy
 
     from deid_factory.evaluate import RECALL_KNOB, load_corpus, recall_curve, score_corpus
-    from deid_factory.runtime import merger, pack_component  # noqa: F401
+    from deid_runtime import merger, pack_component  # noqa: F401
 
     nlp = spacy.load(pipeline)
     out = {}

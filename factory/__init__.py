@@ -1,7 +1,8 @@
 """deid_factory: build per-language clinical de-identification pipelines (deid_<lang>) from
 annotated narratives in one source language. Stage modules, in the order a record travels:
 readers/ -> extract -> detect -> silver -> stats -> placeholders -> translate -> surrogates/
--> train -> evaluate -> package; runtime/ holds what the deid_<lang> wheels carry."""
+-> train -> evaluate -> package. What the deid_<lang> pipelines run is deid_runtime (factory/runtime/,
+its own distribution, which every deid_<lang> wheel requires)."""
 
 import os
 from pathlib import Path

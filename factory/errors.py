@@ -416,7 +416,7 @@ def errors_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Pat
     pipeline, analyse, write the report; return it."""
     import spacy
 
-    from .runtime import biluo_tagger, merger, pack_component  # noqa: F401  (register the factories)
+    from deid_runtime import biluo_tagger, merger, pack_component  # noqa: F401  (register the factories)
 
     if system not in SYSTEMS:
         raise ErrorsError(f"unknown system {system!r} (expected one of {', '.join(SYSTEMS)})")

@@ -242,7 +242,7 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     only shows that the templates were learned; these show what happens on real notes)."""
     import spacy
 
-    from .runtime import merger, pack_component  # noqa: F401  (register the factories)
+    from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
 
     out_dir = Path(out_dir)
     data = load_corpus(corpus, lang=lang, label_map=label_map)

@@ -8,7 +8,7 @@ import yaml
 
 from . import PROJECT_ROOT
 
-from .runtime.canonical import CANONICAL_LABELS  # one definition, shared with the wheels
+from deid_runtime.canonical import CANONICAL_LABELS  # one definition, shared with the wheels
 
 LABEL_MAPS_DIR = PROJECT_ROOT / "corpora" / "label_maps"
 

@@ -2,78 +2,53 @@
 
 assemble_pipeline()  trained NER (model-best) + `deid_regex_pack` (write_ents off) + `deid_merger`
                      -> a pipeline folder; the pack's data files are saved inside it.
-package_pipeline()   `spacy package` makes the package skeleton, then two things spaCy 3.8 does not
-                     do for us are fixed up before the wheel is built with pip:
-                     * spaCy names a package `<lang>_<name>` (fr_deid_fr); the product is loaded as
-                       spacy.load("deid_fr"), so the package folder, data folder, setup.py and the
-                       package's __init__.py are renamed/rewritten to `deid_fr`;
-                     * `spacy package --code` imports each file standalone, which breaks the relative
-                       sibling imports of factory/runtime/, so the runtime modules are copied into
-                       the package here and imported by the generated __init__.py (E004-tolerant:
-                       an environment that also has deid_factory keeps its first registration).
-                     The wheel declares its requirements (spaCy, python-stdnum, PyYAML, langdetect).
+package_pipeline()   two wheels into one folder, so that `pip install --no-index --find-links DIR
+                     deid_<lang>` works offline:
+                     * deid_<lang>: the pipeline folder as package data and a load() __init__.py,
+                       from factory/templates/wheel/ (a declarative pyproject.toml). It requires
+                       deid-runtime==<its version> and spaCy, and carries no code of its own.
+                       Not `spacy package`: spaCy 3.8 names a package `<lang>_<name>` (its setup.py
+                       template rebuilds the name as meta['lang'] + '_' + meta['name']), and the
+                       product is spacy.load("deid_fr"), not es_deid_fr/fr_deid_fr.
+                     * deid-runtime (factory/runtime/, its own pyproject.toml): the components,
+                       registered with spaCy through its `spacy_factories` / `spacy_tokenizers`
+                       entry points.
 install_wheel()      pip-installs the wheel into the current environment (build's last step).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
+import deid_runtime
 import srsly
 import typer
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from . import PROJECT_ROOT
+from . import PACKAGE_DIR, PROJECT_ROOT
 from .locale import packs_dir
 from .records import OutputError, writes_to
 
 log = logging.getLogger(__name__)
 
-RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
-# Subpackages of the runtime copied whole (spaCy's setup.py packages only the top folder, so their
-# modules travel as package data: RUNTIME_DATA).
-RUNTIME_SUBPACKAGES = ("ids", "surrogates")
-RUNTIME_DATA = (["*.yml"] + [f"{name}/*.py" for name in RUNTIME_SUBPACKAGES]
-                + ["surrogates/*.yml", "surrogates/locales/*/*"])  # the surrogate engine's data
-# What the wheel needs at run time: nothing factory-only (no Argos, torch, Faker).
-WHEEL_REQUIREMENTS = ["spacy>=3.8,<3.9", "python-stdnum>=1.20", "pyyaml>=6.0", "langdetect==1.0.9"]
-
-WHEEL_INIT = '''"""deid_{lang}: clinical de-identification pipeline (NER + regex pack + merger), built by deid_factory."""
-from pathlib import Path
-
-from spacy.util import get_model_meta, load_model_from_path
-
-from spacy.util import registry
-
-# The components' code travels with the package. If deid_factory is installed too, its
-# `spacy_factories` entry points register the same factory names; spaCy loads those when a
-# Language is created and would raise E004 if our copies had registered first. So the entry
-# points are loaded first, and then our copies step aside (E004 caught: the first, identical,
-# registration is used). In an environment with only this wheel, our copies register.
-registry._entry_point_factories.get_all()
-try:
-    from . import pack_component  # noqa: F401
-except ValueError as err:  # pragma: no cover
-    if "E004" not in str(err):
-        raise
-from . import merger  # noqa: F401,E402  (registration is E004-tolerant inside)
-from . import biluo_tagger  # noqa: F401,E402  (idem)
-from . import tokenization  # noqa: F401,E402  (registers deid.Tokenizer.v1, named in the pipeline's config)
-
-__version__ = get_model_meta(Path(__file__).parent)["version"]
-
-
-def load(**overrides):
-    here = Path(__file__).parent
-    meta = get_model_meta(here)
-    return load_model_from_path(here / f"{{meta['name']}}-{{meta['version']}}", meta=meta, **overrides)
-'''
+RUNTIME_DISTRIBUTION = "deid-runtime"
+RUNTIME_VERSION = deid_runtime.__version__
+# The runtime's source (factory/runtime/ with its pyproject.toml) in a checkout or editable install.
+RUNTIME_SOURCE = Path(deid_runtime.__file__).resolve().parent.parent
+WHEEL_TEMPLATES = PACKAGE_DIR / "templates" / "wheel"
+# What a deid_<lang> wheel requires: the runtime it was assembled with (which brings python-stdnum,
+# PyYAML, langdetect) and the spaCy its data was saved by; nothing factory-only (no Argos, torch, Faker).
+WHEEL_REQUIREMENTS = [f"{RUNTIME_DISTRIBUTION}=={RUNTIME_VERSION}", "spacy>=3.8,<3.9"]
+# Left behind by a build of a source folder: never copied into a wheel's build folder.
+BUILD_LEFTOVERS = shutil.ignore_patterns("__pycache__", "build", "dist", "*.egg-info")
 
 
 class PackageError(RuntimeError):
@@ -124,9 +99,8 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     """NER model (or none: a blank `lang` pipeline) + regex pack + merger, saved to out_dir."""
     import spacy
 
-    from .runtime import merger, pack_component  # noqa: F401  (register the factories)
-    from .runtime.regex_pack import RegexPack
-    from .runtime.tokenization import customize_tokenizer
+    from deid_runtime.regex_pack import RegexPack
+    from deid_runtime.tokenization import customize_tokenizer
 
     pack_dir = Path(pack_dir) if pack_dir else default_pack_dir(lang)
     if not (pack_dir / "pack.yml").exists():
@@ -160,13 +134,70 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     return nlp
 
 
+def _pip_wheel(source: Path | str, dist: Path, what: str) -> Path:
+    """Build the wheel of the project folder (or requirement) `source` into `dist`; returns it. Offline first: this
+    environment's setuptools builds it (no build isolation). Only if that fails, pip's isolated
+    build (which needs an index)."""
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)]
+    ret = subprocess.run(cmd[:4] + ["--no-build-isolation"] + cmd[4:], capture_output=True, text=True)
+    if ret.returncode != 0:
+        log.warning("offline wheel build of %s failed; retrying with pip's isolated build environment", what)
+        ret = subprocess.run(cmd, capture_output=True, text=True)
+    if ret.returncode != 0:
+        raise PackageError(f"pip wheel failed for {what} ({ret.returncode}): {ret.stderr[-2000:]}")
+    wheels = list(dist.glob("*.whl"))
+    if len(wheels) != 1:
+        raise PackageError(f"expected one wheel for {what} in {dist}, found {len(wheels)}")
+    return wheels[0]
+
+
+def _is_runtime_source(folder: Path) -> bool:
+    try:
+        project = tomllib.loads((folder / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return False
+    return project.get("name") == RUNTIME_DISTRIBUTION
+
+
+def build_runtime_wheel(out_dir: str | Path) -> Path:
+    """deid_runtime-<version>-py3-none-any.whl in out_dir, built from the runtime's source folder
+    (a copy: the checkout is not written to). Without the source (deid_factory installed from a
+    wheel), pip fetches that version's wheel the way it finds any package (index, --find-links)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="runtime.", dir=out_dir))
+    try:
+        dist = work / "dist"
+        if _is_runtime_source(RUNTIME_SOURCE):
+            source = work / "src"
+            shutil.copytree(RUNTIME_SOURCE, source, ignore=BUILD_LEFTOVERS)
+            wheel = _pip_wheel(source, dist, RUNTIME_DISTRIBUTION)
+        else:
+            wheel = _pip_wheel(f"{RUNTIME_DISTRIBUTION}=={RUNTIME_VERSION}", dist, RUNTIME_DISTRIBUTION)
+        final = out_dir / wheel.name
+        os.replace(wheel, final)
+        return final
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _wheel_files(name: str, lang: str, meta: dict, data_dir: str) -> dict[str, str]:
+    """pyproject.toml and <name>/__init__.py of the deid_<lang> package, from the templates."""
+    env = Environment(loader=FileSystemLoader(str(WHEEL_TEMPLATES)), undefined=StrictUndefined,
+                      keep_trailing_newline=True)
+    # a JSON string or list of strings is a TOML basic string or array (Jinja's tojson would escape < > ')
+    env.filters["toml"] = lambda value: json.dumps(value, ensure_ascii=False)
+    context = {"name": name, "lang": lang, "version": meta["version"], "data_dir": data_dir,
+               "description": meta.get("description", ""), "license": meta.get("license", ""),
+               "requirements": meta["requirements"]}
+    return {"pyproject.toml": env.get_template("pyproject.toml.j2").render(**context),
+            f"{name}/__init__.py": env.get_template("__init__.py.j2").render(**context)}
+
+
 def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | None = None,
                      version: str | None = None) -> Path:
-    """Build dist wheel deid_<lang>-<version>-py3-none-any.whl in out_dir; returns its path."""
-    from spacy.cli.package import package as spacy_package
-
-    from .runtime import merger, pack_component  # noqa: F401
-
+    """Build deid_<lang>-<version>-py3-none-any.whl in out_dir, and beside it the
+    deid_runtime wheel it requires; returns the deid_<lang> wheel's path."""
     pipeline_dir, out_dir = Path(pipeline_dir), Path(out_dir)
     meta_file = pipeline_dir / "meta.json"
     if not meta_file.exists():
@@ -175,62 +206,32 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
     lang = lang or meta["lang"]
     version = version or meta.get("version", "0.1.0")
     name = f"deid_{lang}"
+    data_dir = f"{name}-{version}"
+    # requirements: exactly the runtime and spaCy (whatever an older assemble wrote)
+    meta.update({"name": name, "version": version, "lang": lang, "requirements": list(WHEEL_REQUIREMENTS)})
     out_dir.mkdir(parents=True, exist_ok=True)
+    build_runtime_wheel(out_dir)
     work = Path(tempfile.mkdtemp(prefix="package.", dir=out_dir))
     try:
-        spacy_package(pipeline_dir, work, name=name, version=version, create_sdist=False,
-                      create_wheel=False, force=True, silent=True)
-        spacy_name = f"{lang}_{name}"  # what spaCy 3.8 calls it
-        src = work / f"{spacy_name}-{version}"
-        pkg = src / spacy_name
-        # rename fr_deid_fr -> deid_fr (package and data folder)
-        (pkg / f"{spacy_name}-{version}").rename(pkg / f"{name}-{version}")
-        pkg = pkg.rename(src / name)
-        root = src.rename(work / f"{name}-{version}")
+        root = work / data_dir
         pkg = root / name
-        pkg_meta = srsly.read_json(root / "meta.json")
-        # requirements: exactly what the runtime imports (spaCy's scan would add deid-factory,
-        # whose entry points register the same factories but which the wheel does not need)
-        pkg_meta["requirements"] = list(WHEEL_REQUIREMENTS)
-        pkg_meta["name"], pkg_meta["version"], pkg_meta["lang"] = name, version, lang
-        srsly.write_json(root / "meta.json", pkg_meta)
-        srsly.write_json(pkg / f"{name}-{version}" / "meta.json", pkg_meta)
-        setup = (root / "setup.py").read_text(encoding="utf-8")
-        patched = setup.replace("model_name = str(meta['lang'] + '_' + meta['name'])", "model_name = str(meta['name'])")
-        patched = patched.replace("package_data={model_name: list_files(model_dir)}",
-                                  f"package_data={{model_name: list_files(model_dir) + {RUNTIME_DATA!r}}}")
-        if patched.count("str(meta['name'])") != 1 or repr(RUNTIME_DATA) not in patched:
-            raise PackageError("spaCy's package template changed: cannot rename the package to " + name)
-        (root / "setup.py").write_text(patched, encoding="utf-8")
-        for f in sorted(RUNTIME_DIR.iterdir()):
-            if f.suffix in (".py", ".yml") and f.name != "__init__.py":
-                shutil.copyfile(f, pkg / f.name)
-            elif f.name in RUNTIME_SUBPACKAGES:
-                shutil.copytree(f, pkg / f.name, ignore=shutil.ignore_patterns("__pycache__"))
-        (pkg / "__init__.py").write_text(WHEEL_INIT.format(lang=lang), encoding="utf-8")
-        dist = work / "dist"
-        # Offline first: this environment's setuptools builds the wheel (>= 70.1 has bdist_wheel, or
-        # with the `wheel` package). Only if that fails, pip's isolated build (needs an index).
-        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(root)]
-        ret = subprocess.run(cmd[:4] + ["--no-build-isolation"] + cmd[4:], capture_output=True, text=True)
-        if ret.returncode != 0:
-            log.warning("offline wheel build failed; retrying with pip's isolated build environment")
-            ret = subprocess.run(cmd, capture_output=True, text=True)
-        if ret.returncode != 0:
-            raise PackageError(f"pip wheel failed for {name} ({ret.returncode}): {ret.stderr[-2000:]}")
-        wheels = list(dist.glob(f"{name}-{version}-*.whl"))
-        if len(wheels) != 1:
-            raise PackageError(f"expected one wheel for {name} in {dist}, found {len(wheels)}")
-        final = out_dir / wheels[0].name
-        os.replace(wheels[0], final)
+        shutil.copytree(pipeline_dir, pkg / data_dir, ignore=BUILD_LEFTOVERS)
+        for meta_path in (pkg / "meta.json", pkg / data_dir / "meta.json"):
+            srsly.write_json(meta_path, meta)
+        for rel, text in _wheel_files(name, lang, meta, data_dir).items():
+            (root / rel).write_text(text, encoding="utf-8")
+        final = out_dir / _pip_wheel(root, work / "dist", name).name
+        os.replace(work / "dist" / final.name, final)
+        if final.name != f"{name}-{version}-py3-none-any.whl":
+            raise PackageError(f"{final.name}: not the wheel name expected for {name} {version}")
         # keep the unpacked package folder for inspection, replacing an older one
-        kept = out_dir / f"{name}-{version}"
+        kept = out_dir / data_dir
         if kept.exists():
             shutil.rmtree(kept)
-        root.rename(kept)
-        shutil.rmtree(kept / "build", ignore_errors=True)
-        for egg in kept.glob("*.egg-info"):
+        shutil.rmtree(root / "build", ignore_errors=True)
+        for egg in root.glob("*.egg-info"):
             shutil.rmtree(egg, ignore_errors=True)
+        root.rename(kept)
         return final
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -246,8 +247,10 @@ def find_wheel(packages_dir: str | Path, lang: str) -> Path:
 def install_wheel(wheel: str | Path, with_deps: bool = False, python: str | None = None) -> None:
     """pip install the wheel into the environment of `python` (default: this one)."""
     cmd = [python or sys.executable, "-m", "pip", "install", "-q", "--force-reinstall"]
-    if not with_deps:
-        cmd.append("--no-deps")  # the factory environment already has the runtime requirements
+    if with_deps:  # deid-runtime: the wheel built beside it, offline
+        cmd += ["--find-links", str(Path(wheel).parent)]
+    else:
+        cmd.append("--no-deps")  # the factory environment has deid-runtime and its requirements
     cmd.append(str(wheel))
     ret = subprocess.run(cmd, capture_output=True, text=True)
     if ret.returncode != 0:
@@ -277,7 +280,7 @@ def package_command(
     version: str = typer.Option(None, "--version"),
     install: bool = typer.Option(False, "--install", help="pip install the wheel into this environment"),
 ) -> None:
-    """Build the deid_<lang> wheel with `spacy package` (and install it with --install)."""
+    """Build the deid_<lang> wheel and, beside it, the deid-runtime wheel it requires (--install: into this environment)."""
     try:
         wheel = package_pipeline(pipeline, out, lang=lang, version=version)
         if install:

@@ -1,6 +1,6 @@
 """Locale regex packs on the factory side: run a pack's own test cases, scan text, scaffold a new locale.
 
-The matcher itself lives in runtime/regex_pack.py (it travels inside the deid_<lang> wheels).
+The matcher itself lives in deid_runtime/regex_pack.py (deid-runtime, which the deid_<lang> wheels require).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import typer
 
 from . import PROJECT_ROOT
 from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir
-from .runtime.regex_pack import Pattern, RegexPack
+from deid_runtime.regex_pack import Pattern, RegexPack
 
 PACKS_DIR = packs_dir(PROJECT_ROOT)
 LANGUAGES_DIR = languages_dir(PROJECT_ROOT)

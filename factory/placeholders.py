@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +25,13 @@ from typing import Any, Iterator
 import srsly
 import typer
 import yaml
+from deid_runtime.text import fold
 
 from . import PROJECT_ROOT
 from .locale import languages_dir
 from .labels import CANONICAL_LABELS
 from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
-from .runtime.surrogates import describe, load_locale
+from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
 
@@ -129,9 +129,7 @@ def all_placeholder_terms() -> list[str]:
 # ----------------------------------------------------------------------------- entities and shapes
 def normalize_surface(text: str) -> str:
     """Case-, accent- and punctuation-insensitive key: 'García-López' and 'GARCIA LOPEZ' are one entity."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-    return " ".join(_WORD.findall(stripped.casefold()))
+    return " ".join(_WORD.findall(fold(text)))
 
 
 def shape_of(label: str, surface: str, lang: str = "", context: str = "") -> dict[str, Any]:
@@ -261,8 +259,7 @@ def _display_path(path: Path | None) -> str:
 
 # ----------------------------------------------------------------------------- recovery
 def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    return fold(text)
 
 
 def find_placeholders(text: str, terms: dict[str, dict[str, Any]]) -> tuple[list[Span], dict[str, str]]:

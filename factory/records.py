@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import srsly
+from deid_runtime.text import BOUNDARY_CHARS  # the runtime's: a model learns the boundaries it is scored on
 
 from .labels import CANONICAL_LABELS
 
-# Characters a span must not start or end with (boundaries exclude punctuation and spaces).
-TRIM_CHARS = " \t\r\n.,;:!?()[]{}\"'«»“”‘’¿¡/\\-–—*"
 
 
 class RecordError(ValueError):
@@ -79,9 +78,9 @@ class Record:
 
 def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     """Shrink [start, end) so it neither starts nor ends with punctuation or whitespace."""
-    while start < end and text[start] in TRIM_CHARS:
+    while start < end and text[start] in BOUNDARY_CHARS:
         start += 1
-    while end > start and text[end - 1] in TRIM_CHARS:
+    while end > start and text[end - 1] in BOUNDARY_CHARS:
         end -= 1
     return start, end
 

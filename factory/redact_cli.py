@@ -55,8 +55,8 @@ import typer
 
 from .readers import BOM
 from .records import OutputError, Record, Span, append_line, write_text_atomic
-from .runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
-from .runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
+from deid_runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
+from deid_runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
                              RouterError)
 
 log = logging.getLogger(__name__)
@@ -267,7 +267,7 @@ class _JsonlOutput:
 def project_packs(exclude: set[str]):
     """Every regex pack of the project (factory --root) but those of `exclude` locales."""
     from .packs import PACKS_DIR
-    from .runtime.regex_pack import RegexPack
+    from deid_runtime.regex_pack import RegexPack
 
     if not PACKS_DIR.is_dir():
         return []
@@ -296,7 +296,7 @@ def set_recall_bias(pipelines: dict, bias: float | str) -> None:
     """The recall knob of every pipeline: the tagger's o_bias, a number or a preset name ("high",
     docs/training.md "Recall setting"). A pipeline without a deid_tagger (a transition-based NER)
     cannot honour it: refuse rather than redact with less recall than asked for."""
-    from .runtime.biluo_tagger import recall_bias
+    from deid_runtime.biluo_tagger import recall_bias
 
     try:
         bias = recall_bias(bias)

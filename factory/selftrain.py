@@ -346,7 +346,7 @@ def dev_scores(pipeline_dir: str | Path, dev_data) -> dict:
     import spacy
 
     from .evaluate import score_corpus
-    from .runtime import merger, pack_component  # noqa: F401  (register the factories)
+    from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
 
     nlp = spacy.load(pipeline_dir)
     scored = score_corpus(nlp, dev_data)["systems"]
@@ -361,7 +361,7 @@ def _dev_docbin(dev_data, lang: str, path: Path) -> Path:
     from spacy.tokens import DocBin
 
     from .records import Record, Span
-    from .runtime.tokenization import customize_tokenizer
+    from deid_runtime.tokenization import customize_tokenizer
     from .splits import record_to_doc
 
     nlp = customize_tokenizer(spacy.blank(lang))
@@ -410,7 +410,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
 
     from .evaluate import load_corpus
     from .package import assemble_pipeline
-    from .runtime import merger, pack_component  # noqa: F401  (register the factories)
+    from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
     from .train import train_model
 
     settings = dict(settings or load_settings())

@@ -18,13 +18,13 @@ By default (`apply_to: silver`) the span filters judge only spans with an annota
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import srsly
 import typer
+from deid_runtime.text import fold
 
 from . import PROJECT_ROOT
 from .locale import languages_dir, packs_dir
@@ -63,8 +63,7 @@ def load_silver_config(locale: str | Path) -> dict[str, Any]:
 
 def _fold(text: str) -> str:
     """Case- and accent-insensitive form: "Sjögren's" -> "sjogren"; hyphens count as spaces."""
-    text = unicodedata.normalize("NFKD", text.casefold())
-    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = fold(text)
     text = re.sub(r"['’]s$", "", text.strip())
     return " ".join(text.replace("-", " ").split())
 
@@ -179,7 +178,7 @@ def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float |
 def load_annotator(name: str):
     """A callable text -> [(start, end, label)] for `regex:<lc>` or a spaCy pipeline name/path."""
     if name.startswith("regex:"):
-        from .runtime.regex_pack import RegexPack
+        from deid_runtime.regex_pack import RegexPack
 
         locale = name.split(":", 1)[1]
         pack = RegexPack.from_dir(REGEX_PACKS_DIR / locale)

@@ -113,7 +113,7 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
     import spacy
     from spacy.tokens import DocBin
 
-    from .runtime.tokenization import customize_tokenizer
+    from deid_runtime.tokenization import customize_tokenizer
 
     out_dir = Path(out_dir)  # created by the first write (write_bytes_atomic), which names it if that fails
     # the same tokenizer rules as the assembled deid_<lang>: training sees the runtime's tokens

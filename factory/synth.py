@@ -293,11 +293,11 @@ def _id_value(kind: str, layouts: Sequence[str], rng: random.Random) -> str:
 
     kind "shape" (NHC, episode, plate...): a layout is drawn and filled by runtime.surrogates.forms.fill_pattern
     (`#` digit, `@` digit 1-9, `L` capital consonant). Any other kind names an identifier of the
-    registry `deid_factory.runtime.ids` ("es.nass"): a valid value is drawn in compact form, then laid
+    registry `deid_runtime.ids` ("es.nass"): a valid value is drawn in compact form, then laid
     out in a drawn layout, each `#` taking its next character. Raises KeyError for an unknown kind,
     ValueError for a layout that does not fit the value."""
-    from .runtime import ids
-    from .runtime.surrogates.forms import fill_pattern
+    from deid_runtime import ids
+    from deid_runtime.surrogates.forms import fill_pattern
 
     if kind == SHAPE:
         return fill_pattern(rng, rng.choice(layouts))
@@ -616,7 +616,7 @@ class Note:
     @maker("email", settings=("person", "domains"), lists=("domains",), check=_check_email)
     def make_email(self, name: str, spec: dict, args: list[str]) -> Piece:
         """An e-mail address made of a person's name (formats.yml `email_formats`) and a domain of a list."""
-        from .runtime.surrogates.forms import ascii_slug
+        from deid_runtime.surrogates.forms import ascii_slug
 
         def draw() -> Piece:
             person = self.person(spec["person"])

@@ -13,5 +13,7 @@ fi
 .venv/bin/python -m pip install -q --upgrade pip
 # Every install goes through the constraints file: the versions CI tested (see its header).
 .venv/bin/python -m pip install -q -c scripts/constraints.txt "torch==2.13.0"
-.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ".[translate,test,vectors]"
-.venv/bin/python -c "import deid_factory, spacy, argostranslate; print('deid_factory ready: spaCy', spacy.__version__)"
+# The runtime of the deid_<lang> pipelines is its own distribution (factory/runtime/pyproject.toml),
+# which the factory requires: both go in editable, in one resolve.
+.venv/bin/python -m pip install -q -c scripts/constraints.txt -e ./factory/runtime -e ".[translate,test,vectors]"
+.venv/bin/python -c "import deid_factory, deid_runtime, spacy, argostranslate; print('deid_factory ready: spaCy', spacy.__version__)"

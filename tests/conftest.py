@@ -222,7 +222,7 @@ def train_tagger_pipeline(tmp_path_factory, train_corpus) -> Path:
 
 @pytest.fixture(scope="session")
 def train_wheel(tmp_path_factory, train_pipeline) -> Path:
-    """The deid_es wheel built from the tiny pipeline (spacy package + pip wheel)."""
+    """The deid_es wheel built from the tiny pipeline, the deid_runtime wheel beside it (factory package)."""
     from deid_factory.package import package_pipeline
 
     return package_pipeline(train_pipeline, tmp_path_factory.mktemp("train_wheel"), lang="es")

@@ -9,8 +9,8 @@ import pytest
 import spacy
 from spacy.training import Example
 
-from deid_factory.runtime.biluo_tagger import OUTSIDE, BiluoTagger  # noqa: F401  (registers the factory)
-from deid_factory.runtime.tokenization import customize_tokenizer
+from deid_runtime.biluo_tagger import OUTSIDE, BiluoTagger  # noqa: F401  (registers the factory)
+from deid_runtime.tokenization import customize_tokenizer
 from deid_factory.splits import record_to_doc
 from deid_factory.synth import generate_records
 

@@ -1,4 +1,4 @@
-"""The identifier registry (deid_factory.runtime.ids): every identifier draws values that pass its
+"""The identifier registry (deid_runtime.ids): every identifier draws values that pass its
 own check and python-stdnum's (where stdnum has the format), has exactly one right check digit,
 tells the known valid and invalid values of tests/data/ids/<country>.yml apart, and can be written
 in a layout given as data; surrogates keep the kind and the layout of what they replace."""
@@ -26,8 +26,8 @@ from stdnum.nl import bsn
 from stdnum.pt import cc, nif
 from stdnum.us import ssn
 
-from deid_factory.runtime import ids
-from deid_factory.runtime.validators import VALIDATORS, validator_name
+from deid_runtime import ids
+from deid_runtime.validators import VALIDATORS, validator_name
 
 CASES_DIR = Path(__file__).parent / "data" / "ids"
 SYNTH_DIR = Path(__file__).resolve().parents[1] / "corpora" / "synth"
@@ -256,7 +256,7 @@ def test_registry_covers_every_identifier_of_the_synthetic_corpus():
 
 def test_runtime_ids_import_nothing_factory_only():
     """The package travels in the deid_<lang> wheels: python-stdnum yes, Faker/Argos/torch no."""
-    code = ("import sys, deid_factory.runtime.ids, deid_factory.runtime.validators; "
+    code = ("import sys, deid_runtime.ids, deid_runtime.validators; "
             "print(sorted(m for m in ('faker', 'argostranslate', 'torch', 'spacy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -264,7 +264,7 @@ def test_runtime_ids_import_nothing_factory_only():
 
 # ----------------------------------------------------------------------------- surrogate generators
 def test_surrogate_specs_choose_the_written_form():
-    from deid_factory.runtime.surrogates.identifiers import generate_id
+    from deid_runtime.surrogates.identifiers import generate_id
 
     rng = random.Random(1)
     value, kind, validated = generate_id(rng, {"kind": "es_nass", "layouts": ["## ######## ##"]})

@@ -3,7 +3,7 @@
 import spacy
 from spacy.tokens import Span
 
-from deid_factory.runtime.merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, DeidMerger
+from deid_runtime.merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, DeidMerger
 
 
 def _doc(text, ner, regex):
@@ -60,7 +60,7 @@ def test_non_canonical_ner_labels_are_dropped():
 
 def test_factory_in_a_pipeline_with_the_regex_pack():
     from deid_factory.package import default_pack_dir
-    from deid_factory.runtime.regex_pack import RegexPack
+    from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank("es")
     comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
@@ -76,7 +76,7 @@ def test_check_digits_not_score_decide_what_beats_the_ner():
     """With the pack in the pipeline, a DNI whose letter is right beats an NER name on the same
     tokens; a labelled number whose check fails (a generic ID) does not beat an NER organisation."""
     from deid_factory.package import default_pack_dir
-    from deid_factory.runtime.regex_pack import RegexPack
+    from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank("es")
 

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from deid_factory.cli import app
 from deid_factory.packs import run_pack_cases, scaffold_locale
-from deid_factory.runtime.regex_pack import RegexPack
+from deid_runtime.regex_pack import RegexPack
 
 import yaml
 

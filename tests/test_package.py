@@ -1,5 +1,7 @@
-"""deid_<lang> wheels: contents, declared requirements, loading next to deid_factory, clean venv."""
+"""deid_<lang> wheels: contents, declared requirements (deid-runtime, built beside), loading next to
+deid_factory, clean venv; the packaging uses no private spaCy API and patches no generated file."""
 
+import ast
 import json
 import os
 import subprocess
@@ -20,16 +22,19 @@ LOAD_SCRIPT = """
 import json, sys
 import spacy
 if sys.argv[1] == "factory-first":
-    from deid_factory.runtime import merger, pack_component  # noqa: F401
+    import deid_factory.package  # noqa: F401
+    from deid_runtime import merger, pack_component  # noqa: F401
 nlp = spacy.load("deid_es")
 doc = nlp(sys.argv[2])
 if sys.argv[1] == "factory-after":
-    from deid_factory.runtime import merger, pack_component  # noqa: F401
+    import deid_factory.package  # noqa: F401
+    from deid_runtime import merger, pack_component  # noqa: F401
     doc = nlp(sys.argv[2])
 print(json.dumps({"pipes": nlp.pipe_names, "name": nlp.meta["name"],
                   "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents],
                   "merger_module": type(nlp.get_pipe("deid_merger")).__module__,
-                  "package_file": sys.modules["deid_es"].__file__}))
+                  "package_file": sys.modules["deid_es"].__file__,
+                  "runtime_file": sys.modules["deid_runtime"].__file__}))
 """
 
 
@@ -42,25 +47,66 @@ def _run(python, *args, env=None, cwd=None):
     return json.loads(ret.stdout.strip().splitlines()[-1])
 
 
-def test_wheel_carries_code_data_and_requirements(train_wheel):
+def test_wheel_carries_data_and_requires_the_runtime_built_beside_it(train_wheel):
     assert train_wheel.name == "deid_es-0.1.0-py3-none-any.whl"
     names = zipfile.ZipFile(train_wheel).namelist()
-    for f in ("deid_es/__init__.py", "deid_es/merger.py", "deid_es/pack_component.py", "deid_es/regex_pack.py",
-              "deid_es/validators.py", "deid_es/surrogates/locales/es/formats.yml", "deid_es/deid_es-0.1.0/deid_tagger/model",
+    for f in ("deid_es/__init__.py", "deid_es/meta.json", "deid_es/deid_es-0.1.0/deid_tagger/model",
               "deid_es/deid_es-0.1.0/deid_regex_pack/pack.yml"):
         assert f in names, f
+    # no copy of the runtime: its code is in deid-runtime, once
+    assert [n for n in names if n.endswith(".py")] == ["deid_es/__init__.py"]
     metadata = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/METADATA").decode()
-    for req in ("spacy", "python-stdnum", "pyyaml", "langdetect"):
-        assert f"Requires-Dist: {req}" in metadata
+    assert "Requires-Dist: deid-runtime==0.1.0" in metadata and "Requires-Dist: spacy" in metadata
     assert "deid-factory" not in metadata and "argos" not in metadata.lower()
+    entry_points = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/entry_points.txt").decode()
+    assert "[spacy_models]" in entry_points and "deid_es = deid_es" in entry_points
     # the saved config never points at the build machine's regex pack folder
     config = zipfile.ZipFile(train_wheel).read("deid_es/deid_es-0.1.0/config.cfg").decode()
     assert "regex_packs" not in config
+    # the runtime's wheel, beside it: the components' code and data, the runtime's own requirements,
+    # and the entry points through which spaCy finds the components
+    (runtime,) = train_wheel.parent.glob("deid_runtime-*.whl")
+    assert runtime.name == "deid_runtime-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(runtime) as whl:
+        names = whl.namelist()
+        metadata = whl.read("deid_runtime-0.1.0.dist-info/METADATA").decode()
+        entry_points = whl.read("deid_runtime-0.1.0.dist-info/entry_points.txt").decode()
+    for f in ("deid_runtime/merger.py", "deid_runtime/pack_component.py", "deid_runtime/regex_pack.py",
+              "deid_runtime/validators.py", "deid_runtime/ids/es.py", "deid_runtime/surrogates/locales/es/formats.yml"):
+        assert f in names, f
+    for req in ("spacy", "python-stdnum", "pyyaml", "langdetect"):
+        assert f"Requires-Dist: {req}" in metadata
+    assert "deid-factory" not in metadata and "argos" not in metadata.lower()
+    for line in ("deid_merger = deid_runtime.merger:make_merger", "deid_regex_pack = deid_runtime.pack_component:make_regex_pack",
+                 "deid_tagger = deid_runtime.biluo_tagger:make_biluo_tagger",
+                 "deid.Tokenizer.v1 = deid_runtime.tokenization:create_tokenizer"):
+        assert line in entry_points, line
+
+
+def test_packaging_calls_no_private_spacy_api_and_patches_nothing():
+    """package.py neither reaches into spaCy's registry (`registry._entry_point_factories`) nor
+    rewrites a generated setup.py: the runtime registers through entry points, and the
+    deid_<lang> package is written from declarative templates."""
+    import deid_factory.package as package
+
+    tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
+    names = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    names |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    assert not {name for name in names if name.startswith("_entry_point")}
+    docs = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}  # docstrings may tell why
+    strings = [node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+    assert not [s for s in strings if "setup.py" in s or "_entry_point" in s]
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "spacy.cli.package" not in imported
+    templates = "".join(p.read_text(encoding="utf-8") for p in package.WHEEL_TEMPLATES.iterdir())
+    assert "_entry_point" not in templates and "registry" not in templates
 
 
 @pytest.mark.parametrize("order", ["wheel-only-import", "factory-first", "factory-after"])
 def test_wheel_loads_next_to_deid_factory(train_wheel, tmp_path, order):
-    """deid_factory's entry points register the same factories: no E004 in any import order."""
+    """The components come from deid_runtime alone (one registration), whichever is imported first:
+    the wheel, or the factory and the runtime before or after it."""
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(train_wheel)],
                    check=True, capture_output=True)
@@ -112,9 +158,10 @@ def _dependencies_without_deid_factory(root: Path) -> Path:
 @pytest.mark.slow
 def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
     """A fresh venv (no deid_factory) + the wheel and its declared requirements is enough. Offline: the
-    requirements come from this environment (a filtered view of its site-packages added to the venv's
-    path), and pip installs the wheel with --no-index, so each declared requirement must already be
-    there."""
+    third-party requirements come from this environment (a filtered view of its site-packages, without
+    deid_factory and deid_runtime, added to the venv's path), and pip installs the wheel with
+    --no-index --find-links <its folder>, so deid-runtime comes from the wheel built beside it and
+    every other declared requirement must already be there."""
     env_dir = tmp_path / "venv"
     try:
         venv.EnvBuilder(with_pip=True).create(env_dir)
@@ -127,7 +174,8 @@ def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
     (venv_site / "zz_project_dependencies.pth").write_text(f"import site; site.addsitedir({str(deps)!r})\n")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env["PIP_NO_INDEX"] = "1"  # no index, no network: the requirements must be found installed
-    ret = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", str(train_wheel)],
+    ret = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(train_wheel.parent),
+                          "deid_es"],
                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert ret.returncode == 0, ret.stderr[-3000:]
     check = subprocess.run([str(python), "-c", "import deid_factory"], capture_output=True, cwd=tmp_path, env=env)
@@ -136,7 +184,8 @@ def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
                            capture_output=True, cwd=tmp_path, env=env)
     assert check.returncode != 0, "deid_factory's metadata (its entry points) is visible in the clean venv"
     out = _run(python, "wheel-only", UNSEEN, env=env, cwd=tmp_path)
-    assert out["merger_module"] == "deid_es.merger"
-    assert Path(out["package_file"]).is_relative_to(venv_site), out["package_file"]  # the wheel's copy, installed
+    assert out["merger_module"] == "deid_runtime.merger"
+    assert Path(out["package_file"]).is_relative_to(venv_site), out["package_file"]  # the wheel, installed
+    assert Path(out["runtime_file"]).is_relative_to(venv_site), out["runtime_file"]  # the runtime's wheel, installed
     labels = {lab for _, _, lab in out["ents"]}
     assert {"PERSON", "DATE", "ID"} <= labels, out["ents"]

@@ -208,7 +208,7 @@ def test_the_router_validates_the_dni_check_letter(privacy_deid_es):
     """The note's DNI has its right check letter ("TRWAGMYFPDXBNJZSQVHLCKE"[number % 23]), so the
     router reports it through the validated path (kind dni, check digit passed); the same number with
     a wrong letter falls back to the generic ID pattern."""
-    from deid_factory.runtime.router import Router
+    from deid_runtime.router import Router
 
     number, letter = 48213579, "J"
     assert "TRWAGMYFPDXBNJZSQVHLCKE"[number % 23] == letter and f"{number}{letter}" in _NOTES["es_1"]

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from deid_factory.runtime.redact import Redactor, redact_text, shift_date
+from deid_runtime.redact import Redactor, redact_text, shift_date
 
 KEY = b"a test key of 32 bytes, not used"  # surrogate mode draws from a secret key
 
@@ -73,9 +73,9 @@ def _router():
     import spacy
 
     from deid_factory.package import default_pack_dir
-    from deid_factory.runtime import merger, pack_component  # noqa: F401
-    from deid_factory.runtime.regex_pack import RegexPack
-    from deid_factory.runtime.router import Router
+    from deid_runtime import merger, pack_component  # noqa: F401
+    from deid_runtime.regex_pack import RegexPack
+    from deid_runtime.router import Router
 
     pipes = {}
     for lang in ("es", "fr"):
@@ -140,7 +140,7 @@ def test_redact_cli_refuses_surrogate_mode_without_a_key(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from deid_factory.cli import app
-    from deid_factory.runtime.redact import KEY_ENV
+    from deid_runtime.redact import KEY_ENV
 
     monkeypatch.delenv(KEY_ENV, raising=False)
     (tmp_path / "a.txt").write_text(ES_DOC, encoding="utf-8")
@@ -158,7 +158,7 @@ def test_redact_cli_surrogates_come_from_the_key(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from deid_factory.cli import app
-    from deid_factory.runtime.redact import KEY_ENV
+    from deid_runtime.redact import KEY_ENV
 
     pipes = tmp_path / "pipes"
     pipes.mkdir()
@@ -255,7 +255,7 @@ def test_a_document_without_a_pipeline_is_not_written_and_fails_the_run(train_pi
 
 def test_a_short_note_is_routed_by_its_declared_or_forced_language_never_by_a_guess(train_pipeline, tmp_path):
     from deid_factory.redact_cli import redact_files
-    from deid_factory.runtime.router import Router
+    from deid_runtime.router import Router
 
     router = lambda **kw: Router.from_names([str(train_pipeline)], **kw)  # noqa: E731
     note = tmp_path / "short.txt"
@@ -279,7 +279,7 @@ def test_spanish_notes_detected_as_portuguese_are_not_written_unless_their_langu
     """Issue 13: with only deid_es installed, short Spanish notes that langdetect reads as Portuguese
     were written with their names in place ("NOMBRE: ...", "Firmado: Dr. ..."), exit status 0."""
     from deid_factory.redact_cli import redact_files
-    from deid_factory.runtime.router import Router
+    from deid_runtime.router import Router
 
     es_only = _router().pipelines["es"]
     notes = tmp_path / "notes"
@@ -459,7 +459,7 @@ def test_a_long_single_line_note_is_redacted_in_bounded_memory(tmp_path):
 
 def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys):
     from deid_factory.redact_cli import redact_files
-    from deid_factory.runtime.router import Router
+    from deid_runtime.router import Router
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -477,7 +477,7 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
     import spacy
 
     from deid_factory.redact_cli import set_recall_bias
-    from deid_factory.runtime.router import RouterError
+    from deid_runtime.router import RouterError
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -498,7 +498,7 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
     with pytest.raises(ValueError, match="high"):  # an unknown preset names the ones there are
         set_recall_bias({}, "highest")
     # the preset: the documented o_bias, set on the pipeline's tagger
-    from deid_factory.runtime.biluo_tagger import RECALL_PRESETS
+    from deid_runtime.biluo_tagger import RECALL_PRESETS
 
     nlp = spacy.load(train_pipeline)
     set_recall_bias({"es": nlp}, "high")
@@ -511,7 +511,7 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
 def test_non_overlapping_takes_a_one_shot_iterator():
     """Overlapping spans given as a generator: the slow path must not sort an exhausted iterator
     (it returned no span at all, and the text would have been written with its PHI)."""
-    from deid_factory.runtime.redact import non_overlapping
+    from deid_runtime.redact import non_overlapping
 
     spans = [(0, 5, "PERSON"), (3, 8, "ID"), (10, 12, "DATE")]
     assert non_overlapping(iter(spans)) == non_overlapping(spans) != []

@@ -18,7 +18,7 @@ import pytest
 from deid_factory import PROJECT_ROOT
 from deid_factory.labels import CANONICAL_LABELS
 from deid_factory.packs import check_case
-from deid_factory.runtime.regex_pack import RegexPack, trim
+from deid_runtime.regex_pack import RegexPack, trim
 
 PACKS_DIR = PROJECT_ROOT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())

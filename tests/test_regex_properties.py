@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 from conftest import hypothesis_examples
 from deid_factory import PROJECT_ROOT
 from deid_factory.labels import CANONICAL_LABELS
-from deid_factory.runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, trim
+from deid_runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, trim
 
 PACKS_DIR = PROJECT_ROOT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())

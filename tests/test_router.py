@@ -6,8 +6,8 @@ import pytest
 import spacy
 
 from deid_factory.package import default_pack_dir
-from deid_factory.runtime.regex_pack import RegexPack
-from deid_factory.runtime.router import PIECE_CHARS, PhiSpan, Route, Router, RouterError
+from deid_runtime.regex_pack import RegexPack
+from deid_runtime.router import PIECE_CHARS, PhiSpan, Route, Router, RouterError
 
 ES = "La paciente acude a urgencias por dolor abdominal. Teléfono de contacto 612 345 678, correo ana.perez@correo.es. DNI 12345678Z."
 FR = "Le patient est admis aux urgences pour une douleur thoracique. Téléphone 06 12 34 56 78, courriel jean.dupont@exemple.fr."
@@ -15,7 +15,7 @@ IT = "Il paziente è stato ricoverato in ospedale per un dolore al petto. Contat
 
 
 def _regex_pipeline(lang):
-    from deid_factory.runtime import merger, pack_component  # noqa: F401
+    from deid_runtime import merger, pack_component  # noqa: F401
 
     nlp = spacy.blank(lang)
     comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
@@ -229,7 +229,7 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
     from langdetect import DetectorFactory, detect_langs
     from langdetect.lang_detect_exception import LangDetectException
 
-    from deid_factory.runtime.router import lang_detect
+    from deid_runtime.router import lang_detect
 
     rng = random.Random(7)
     joined = " ".join(DETECT_TEXTS) * 3
@@ -268,7 +268,7 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
 def test_detection_of_many_texts_equals_one_by_one_when_it_reads_past_its_window(window):
     """probabilities_many reads each seed's random words ahead; a text that needs more (long trials)
     is computed alone: the same result either way, settled or not."""
-    from deid_factory.runtime.router import LangDetect
+    from deid_runtime.router import LangDetect
 
     detector = LangDetect()
     detector.WINDOW_WORDS = window

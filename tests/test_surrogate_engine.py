@@ -16,11 +16,11 @@ import pytest
 
 from deid_factory.placeholders import load_inventory, placeholderize
 from deid_factory.records import Record, Span, span_problems
-from deid_factory.runtime import ids
-from deid_factory.runtime import surrogates as S
-from deid_factory.runtime.redact import (KEY_ENV, Redactor, SurrogateKeyError, demo_key, load_key, redact_text,
+from deid_runtime import ids
+from deid_runtime import surrogates as S
+from deid_runtime.redact import (KEY_ENV, Redactor, SurrogateKeyError, demo_key, load_key, redact_text,
                                          shift_date)
-from deid_factory.runtime.surrogates.locale import LOCALES_DIR, Locale, folded_words
+from deid_runtime.surrogates.locale import LOCALES_DIR, Locale, folded_words
 from deid_factory.surrogates import surrogate_records
 
 KEY = b"test key: 32 bytes of not-secret"
@@ -384,20 +384,14 @@ def test_training_phone_keeps_a_foreign_calling_code():
 
 # ----------------------------------------------------------------------------- runtime boundary
 def test_engine_runs_in_a_wheel_layout_without_faker_or_deid_factory(tmp_path):
-    """The deid_<lang> wheels carry runtime/ as a flat package (package.py): the engine must work
-    there with no deid_factory and no Faker (names from the locale's own lists)."""
-    import shutil
+    """The deid_<lang> wheels run on the deid-runtime wheel (package.py builds it): the engine must
+    work from that wheel, installed, with no deid_factory and no Faker (names from the locale's own lists)."""
+    from deid_factory.package import build_runtime_wheel
 
-    from deid_factory.package import RUNTIME_DIR, RUNTIME_SUBPACKAGES
-
-    pkg = tmp_path / "deid_xx"
-    pkg.mkdir()
-    for f in RUNTIME_DIR.iterdir():
-        if f.suffix in (".py", ".yml") and f.name != "__init__.py":
-            shutil.copyfile(f, pkg / f.name)
-        elif f.name in RUNTIME_SUBPACKAGES:
-            shutil.copytree(f, pkg / f.name, ignore=shutil.ignore_patterns("__pycache__"))
-    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    site = tmp_path / "site"
+    wheel = build_runtime_wheel(tmp_path / "dist")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
     script = f"""
 import sys
 class Block:
@@ -405,8 +399,10 @@ class Block:
         if name.split('.')[0] in ('faker', 'deid_factory'):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
-sys.path.insert(0, {str(tmp_path)!r})
-from deid_xx.redact import redact_text
+sys.path.insert(0, {str(site)!r})
+import deid_runtime
+assert deid_runtime.__file__.startswith({str(site)!r}), deid_runtime.__file__  # the wheel's copy
+from deid_runtime.redact import redact_text
 text = 'Paciente Lucía Pérez, DNI 12345678Z, País: España, el martes 14 de noviembre.'
 spans = [(9, 20, 'PERSON'), (26, 35, 'ID'), (43, 49, 'LOCATION'), (54, 76, 'DATE')]
 out, new = redact_text(text, spans, 'surrogate', lang='es', doc_id='d', key=b'x' * 32)
@@ -423,7 +419,7 @@ print('|'.join(out[s:e] for s, e, _ in new))
 
 
 def test_runtime_surrogates_import_nothing_factory_only():
-    code = ("import sys, deid_factory.runtime.redact; "
+    code = ("import sys, deid_runtime.redact; "
             "print(sorted(m for m in ('faker', 'argostranslate', 'torch', 'spacy', 'deid_factory.placeholders') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from deid_factory.records import read_records, validate_record
-from deid_factory.runtime.validators import VALIDATORS
+from deid_runtime.validators import VALIDATORS
 from deid_factory.synth import SYNTH_DIR, SynthData, SynthError, corpus_report, generate_records, synth
 
 LABELS = {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
@@ -422,8 +422,8 @@ def test_french_spans_are_exact_and_follow_the_conventions(fr_corpus):
 def test_french_identifiers_pass_their_check_digits(fr_corpus):
     """The identifiers with check digits (NIR, RPPS, ADELI, FINESS, SIRET, IBAN) come from the
     runtime.ids registry, in every layout formats.yml gives them, and pass the packs' validators."""
-    from deid_factory.runtime import ids
-    from deid_factory.runtime.validators import validator_name
+    from deid_runtime import ids
+    from deid_runtime.validators import validator_name
 
     data, records = fr_corpus
     registry = {name: spec["kind"] for name, spec in data.formats["ids"].items() if spec["kind"] != "shape"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import spacy
 
-from deid_factory.runtime.tokenization import customize_tokenizer
+from deid_runtime.tokenization import customize_tokenizer
 
 
 @pytest.mark.parametrize("lang", ["es", "fr", "en", "de"])

@@ -308,7 +308,7 @@ def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     import itertools
 
     from deid_factory.readers import read_corpus
-    from deid_factory.runtime.validators import VALIDATORS
+    from deid_runtime.validators import VALIDATORS
     from deid_factory.splits import read_docbin_spans
     from deid_factory.surrogates import surrogate_file
 

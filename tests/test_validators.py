@@ -11,9 +11,9 @@ import pytest
 
 from stdnum.luhn import calc_check_digit as luhn_check_digit
 
-from deid_factory.runtime import ids
-from deid_factory.runtime.ids import strip_separators as compact
-from deid_factory.runtime.validators import VALIDATORS, get_validator
+from deid_runtime import ids
+from deid_runtime.ids import strip_separators as compact
+from deid_runtime.validators import VALIDATORS, get_validator
 
 de_lanr = ids.get("de.lanr").is_valid
 

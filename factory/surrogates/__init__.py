@@ -6,7 +6,7 @@ same person, date, phone...), writes PERSON mentions in a casing sampled per men
 recomputes every span exactly and verifies it (span text == slice, boundaries, canonical labels)
 before the record is kept. `surrogate_file` adds the JSONL output and the train/dev/test DocBins.
 
-The values come from the surrogate engine that redaction uses too (deid_factory.runtime.surrogates):
+The values come from the surrogate engine that redaction uses too (deid_runtime.surrogates):
 each entity's *shape*, kept by the placeholder stage in place of the original, says the kind and
 form to draw (a country for a country, a day-month date for a day-month date...), in the target
 locale's data (runtime/surrogates/locales/<target>/). This stage adds what only a training corpus
@@ -30,13 +30,13 @@ from .. import PROJECT_ROOT
 from ..locale import Locale, LocaleError
 from ..placeholders import _write_json, find_placeholders
 from ..records import Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_records
-from ..runtime import ids
-from ..runtime import surrogates as engine
-from ..runtime.surrogates import dates, values
-from ..runtime.surrogates.forms import apply_casing
-from ..runtime.surrogates.identifiers import generate_id
-from ..runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
-from ..runtime.validators import validator_name
+from deid_runtime import ids
+from deid_runtime import surrogates as engine
+from deid_runtime.surrogates import dates, values
+from deid_runtime.surrogates.forms import apply_casing
+from deid_runtime.surrogates.identifiers import generate_id
+from deid_runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
+from deid_runtime.validators import validator_name
 from .casing import CasingSampler, parse_casing
 
 log = logging.getLogger(__name__)

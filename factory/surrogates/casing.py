@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import Mapping
 
-from ..runtime.surrogates.forms import CASINGS as STYLES
+from deid_runtime.surrogates.forms import CASINGS as STYLES
 
 
 def parse_casing(spec: str | Mapping[str, float] | None, default: Mapping[str, float] | None = None) -> dict[str, float]:

@@ -2,7 +2,7 @@
 format, read by the regex packs' validators (runtime/validators.py), the surrogate generators
 (runtime/surrogates/identifiers.py) and the synthetic corpus.
 
-    from deid_factory.runtime import ids
+    from deid_runtime import ids
     nass = ids.get("es.nass")              # keys are "<country>.<name>"; ids.keys() lists them
     nass.is_valid("28/12345678/40")        # True
     value = nass.generate(random.Random(0))                 # compact: "281234567840"-like

@@ -167,21 +167,13 @@ def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_k
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels)
 
 
-# The factory may be registered twice in one process: by deid_factory (entry point, editable
-# checkout) and by the copy of this file inside an installed deid_<lang> wheel. spaCy raises E004
-# when a second, different function claims a name; the copy that comes second then keeps the
-# first registration (both implement the same component).
-try:
-    Language.factory(
-        "deid_merger",
-        default_config={
-            "regex_key": REGEX_SPANS_KEY,
-            "ner_key": NER_SPANS_KEY,
-            "output_key": OUTPUT_SPANS_KEY,
-            "structured_labels": DEFAULT_STRUCTURED,
-            "ner_first_labels": DEFAULT_NER_FIRST,
-        },
-    )(make_merger)
-except ValueError as err:  # pragma: no cover - depends on what else is installed
-    if "E004" not in str(err):
-        raise
+Language.factory(
+    "deid_merger",
+    default_config={
+        "regex_key": REGEX_SPANS_KEY,
+        "ner_key": NER_SPANS_KEY,
+        "output_key": OUTPUT_SPANS_KEY,
+        "structured_labels": DEFAULT_STRUCTURED,
+        "ner_first_labels": DEFAULT_NER_FIRST,
+    },
+)(make_merger)

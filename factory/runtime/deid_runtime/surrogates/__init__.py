@@ -2,7 +2,7 @@
 (`factory redact --mode surrogate`). It travels in the deid_<lang> wheels (no Faker needed, no
 Argos, no torch).
 
-    from deid_factory.runtime import surrogates as S
+    from deid_runtime import surrogates as S
     es = S.load_locale("es")
     shape = S.describe("LOCATION", "España", es, context="País: ")   # {"kind": "country", ...}
     S.surrogate_for("LOCATION", shape, rng, S.load_locale("fr"))      # "Belgique": a country again

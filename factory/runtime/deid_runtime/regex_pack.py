@@ -7,8 +7,8 @@ A pack is a folder `regex_packs/<lc>/` holding
                `triggers` (terms + window that raise the score, and that let an identifier which fails
                its check digits still be reported as a generic ID)
 
-This module travels inside the deid_<lang> wheels, so it depends only on spaCy, PyYAML and
-python-stdnum (through validators.py).
+This module is part of deid-runtime, which every deid_<lang> wheel requires, so it depends only on
+PyYAML and python-stdnum (through validators.py).
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from typing import Any, Iterable
 import yaml
 
 from .canonical import CANONICAL_LABELS
+from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
 from .validators import get_validator
 
 PACK_FILES = ("pack.yml", "context.yml")
-# Characters trimmed from both ends of every match: boundaries never include punctuation or spaces.
-BOUNDARY_CHARS = " \t\r\n.,;:!?()[]{}<>\"'«»“”‘’¿¡/\\-–—*_|="
 _FLAG_NAMES = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE, "VERBOSE": re.VERBOSE, "X": re.VERBOSE}
 _VOCAB_REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # A generic ID reported because of a trigger label, after the candidate failed its check digits.

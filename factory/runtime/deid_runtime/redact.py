@@ -33,12 +33,12 @@ import random
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from .regex_pack import BOUNDARY_CHARS
 from .surrogates import dates, identifiers, values
 from .surrogates.forms import match_casing
 from .surrogates.kinds import describe
 from .surrogates.locale import Locale, fold, load_locale
 from .surrogates.names import PersonWords
+from .text import BOUNDARY_CHARS
 
 from .regex_pack import NonOverlapping
 

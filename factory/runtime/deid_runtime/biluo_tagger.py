@@ -238,16 +238,9 @@ class BiluoTagger(Tagger):
         raise NotImplementedError("deid_tagger does not support rehearsal")
 
 
-# Registered once per process: by deid_factory (entry point) or by the copy of this file inside an
-# installed deid_<lang> wheel; the second registration raises E004 and keeps the first (both are
-# the same component), as in merger.py.
-try:
-    Language.factory(
-        "deid_tagger",
-        assigns=["doc.ents"],
-        default_config={"o_bias": 0.0, "model": DEFAULT_MODEL},
-        default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
-    )(make_biluo_tagger)
-except ValueError as err:  # pragma: no cover - depends on what else is installed
-    if "E004" not in str(err):
-        raise
+Language.factory(
+    "deid_tagger",
+    assigns=["doc.ents"],
+    default_config={"o_bias": 0.0, "model": DEFAULT_MODEL},
+    default_score_weights={"ents_f": 1.0, "ents_p": 0.0, "ents_r": 0.0, "ents_per_type": None},
+)(make_biluo_tagger)

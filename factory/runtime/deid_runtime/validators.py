@@ -1,7 +1,7 @@
 """Check-digit validators by name: the `validator:` of regex_packs/*/pack.yml and the identifier
 kinds of languages/<lc>/surrogates.yml.
 
-Every identifier is implemented once, in deid_factory.runtime.ids; its validator is named after
+Every identifier is implemented once, in deid_runtime.ids; its validator is named after
 its registry key with an underscore ("es.nass" -> "es_nass", the names the packs used before the
 registry). The few other names check what is not one national identifier. Every validator takes
 the matched string (separators allowed) and returns True only if the check digits are right.

@@ -9,13 +9,14 @@ professions, given names per sex and surnames). Nothing here imports Faker, Argo
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ..text import fold  # the engine's modules import it from here
 
 HERE = Path(__file__).resolve().parent
 LOCALES_DIR = HERE / "locales"
@@ -27,12 +28,6 @@ _WORD = re.compile(r"\w+")
 
 class LocaleDataError(ValueError):
     """A surrogate data file that is missing or malformed (the message names the file and line)."""
-
-
-def fold(text: str) -> str:
-    """Case- and accent-insensitive form: 'GARCÍA' and 'garcia' fold alike."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
 def folded_words(text: str) -> tuple[str, ...]:

@@ -1,0 +1,43 @@
+"""The runtime boundary: deid_runtime (its own distribution, factory/runtime/) imports nothing of
+deid_factory, and the factory's stages share its text conventions: training spans are trimmed by
+the characters the runtime trims its matches by, and every stage folds accents and case alike."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import deid_runtime
+from deid_factory import placeholders, silver
+from deid_factory.records import trim_span
+from deid_runtime.regex_pack import trim
+from deid_runtime.text import BOUNDARY_CHARS, fold
+
+RUNTIME_SOURCES = sorted(Path(deid_runtime.__file__).parent.rglob("*.py"))
+
+
+def test_runtime_imports_nothing_of_the_factory():
+    assert len(RUNTIME_SOURCES) > 20
+    offenders = []
+    for path in RUNTIME_SOURCES:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                       else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            offenders += [f"{path.name}: {m}" for m in modules if m.split(".")[0] == "deid_factory"]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("boundary", sorted(BOUNDARY_CHARS), ids=repr)
+def test_training_spans_and_runtime_matches_lose_the_same_boundaries(boundary):
+    text = f"{boundary}{boundary}X1{boundary}"
+    assert trim_span(text, 0, len(text)) == (2, 4)
+    if boundary not in "()":  # the matcher keeps a bracket whose partner is inside the match
+        assert trim(text, 0, len(text)) == (2, 4)
+
+
+def test_every_stage_folds_accents_and_case_alike():
+    assert fold("GARCÍA Núñez") == "garcia nunez"
+    assert placeholders._fold("GARCÍA Núñez") == fold("GARCÍA Núñez")
+    assert placeholders.normalize_surface("García-López") == placeholders.normalize_surface("GARCIA LOPEZ") == "garcia lopez"
+    assert silver._fold("Sjögren's") == "sjogren"
+    assert silver._fold("Guillain-Barré") == "guillain barre"
