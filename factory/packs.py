@@ -282,5 +282,10 @@ def new_locale_command(
     for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from,
                                 country=country):
         typer.echo(f"wrote {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
+    from .runtime.surrogates.locale import LOCALES_DIR
+
+    if not (LOCALES_DIR / lang).is_dir():  # an installed factory: its package is not the project's to write
+        typer.echo(f"surrogate data not written (the engine's folder is not in this project): copy "
+                   f"{LOCALES_DIR / start_from} to {LOCALES_DIR / lang} in a checkout of the factory and write it for {name}")
     typer.echo(f"next: fill in those data files (README, \"Adding a locale\"), then `factory pack-test {lang}`, "
                f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/test_regex_packs.py -k {lang}`")

@@ -27,7 +27,12 @@ def test_wheel_declares_every_data_folder(tmp_path):
     assert "Package would be ignored" not in printed
     (wheel,) = (tmp_path / "wheel").glob("deid_factory-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for data in sorted((PROJECT_ROOT / "factory" / "templates" / "new_locale").iterdir()):
-        assert f"deid_factory/templates/new_locale/{data.name}" in names
+    templates = PROJECT_ROOT / "factory" / "templates"
+    for data in sorted(p for p in (templates / "new_locale").rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        assert f"deid_factory/templates/{data.relative_to(templates).as_posix()}" in names
+    for lc in ("it", "pt", "nl"):  # a locale added as data only is carried whole
+        assert f"deid_factory/shipped/regex_packs/{lc}/pack.yml" in names
+        assert f"deid_factory/shipped/corpora/synth/{lc}/sections.yml" in names
+        assert f"deid_factory/runtime/surrogates/locales/{lc}/formats.yml" in names
     assert "deid_factory/shipped/languages/fr/locale.yml" in names
     assert "deid_factory/shipped/regex_packs/fr/pack.yml" in names
