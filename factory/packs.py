@@ -5,6 +5,7 @@ The matcher itself lives in deid_runtime/regex_pack.py (deid-runtime, which the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import typer
 
 from . import PROJECT_ROOT
-from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir
+from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir, synth_dir
 from deid_runtime.regex_pack import Pattern, RegexPack
 
 PACKS_DIR = packs_dir(PROJECT_ROOT)
@@ -86,23 +87,91 @@ def minimum_problems(pack: RegexPack) -> list[str]:
     return problems
 
 
+def _set_top_level(text: str, key: str, value: str) -> str:
+    """`text` (YAML) with its top-level `key:` line set to `value` (added at the end when missing);
+    the rest of the file, comments included, is kept as written."""
+    line = re.compile(rf"^{re.escape(key)}:.*$", re.M)
+    if line.search(text):
+        return line.sub(lambda _: f"{key}: {value}", text, count=1)
+    return text.rstrip("\n") + f"\n{key}: {value}\n"
+
+
+def _retarget(text: str, start_from: str, lang: str) -> str:
+    """A copied settings file made the new locale's: its `lang:` and the paths and commands naming
+    the locale it was copied from."""
+    text = _set_top_level(text, "lang", lang)
+    for old, new in ((f"languages/{start_from}/", f"languages/{lang}/"), (f"locales/{start_from}/", f"locales/{lang}/"),
+                     (f"--target {start_from}", f"--target {lang}"), (f"`{start_from}`", f"`{lang}`")):
+        text = text.replace(old, new)
+    return text
+
+
+def _local_id_roles(text: str, country: str) -> str:
+    """surrogates.yml with the `ids.roles` of another country replaced: a kind of the registry that is
+    not the new country's becomes a plain number (`pattern`), an IBAN becomes the country's IBAN, and a
+    comment lists the country's identifier kinds to put back by hand (the roles are data: which
+    identifier is the national one, which the insurance one, only the locale's author knows)."""
+    import yaml
+
+    from deid_runtime import ids
+    from deid_runtime.validators import validator_name
+
+    data = yaml.safe_load(text) or {}
+    own = [validator_name(k) for k in ids.keys([country]) if not k.endswith(".iban")]
+    has_iban = f"{country}.iban" in ids.keys([country])
+    roles = (data.get("ids") or {}).get("roles") or {}
+    for role, options in roles.items():
+        kept = []
+        for option in options or []:
+            kind = str(option.get("kind", "pattern"))
+            if kind == "iban":
+                option = {**option, "country": country.upper()} if has_iban else {"kind": "pattern", "patterns": ["##########"], "weight": option.get("weight", 1)}
+            elif kind != "pattern" and not kind.startswith(f"{country}_"):
+                option = {"kind": "pattern", "patterns": ["#########"], "weight": option.get("weight", 1)}
+            if option not in kept:
+                kept.append(option)
+        roles[role] = kept
+    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+    choices = (f"# Identifier kinds of country {country!r} (factory/runtime/ids/): {', '.join(own) or 'none yet'};\n"
+               f"# put them in `ids.roles` below in place of the plain numbers (`kind: pattern`) where they fit.\n")
+    return header + choices + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
 def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | None = None,
                     surnames: int = 1, calling_code: str = "1", root: Path = PROJECT_ROOT,
-                    start_from: str = "en") -> list[Path]:
-    """Create a new locale: languages/<lang>/locale.yml, regex_packs/<lang>/{pack,context}.yml from the
-    starter templates, the per-concern settings (silver filters, placeholders, surrogates) copied from
-    the `start_from` locale when it exists under `root`, and the rendered spaCy project.
+                    start_from: str = "en", country: str | None = None,
+                    surrogate_data_dir: Path | None = None) -> list[Path]:
+    """Create a new locale, every file of it data to translate or fill in:
 
-    Refuses to overwrite an existing locale. Returns the files written.
+      languages/<lang>/       locale.yml (templates/new_locale/), silver.yml, placeholders.yml and
+                              surrogates.yml copied from `start_from` (its identifier roles turned
+                              into the new country's), the rendered spaCy project
+      regex_packs/<lang>/     a starter pack with its cases, context.yml
+      corpora/synth/<lang>/   a starter synthetic corpus (templates/new_locale/synth/, in English)
+      <surrogate data>/<lang>/  the surrogate engine's data, copied from `start_from`'s, with the
+                              locale's own faker locale, calling code and identifier country
+
+    The surrogate data goes to `surrogate_data_dir` (default: the engine's own folder,
+    runtime/surrogates/locales/, when it lies inside `root`, as in a checkout; otherwise skipped: a
+    scaffold into another tree must not write into the installed package).
+    `country`: the ISO 3166 code whose identifiers (factory/runtime/ids/) the locale uses (default
+    `lang`). Refuses to overwrite an existing locale. Returns the files written.
     """
+    from deid_runtime.surrogates.locale import LOCALES_DIR
+
     if not lang.isalpha() or not lang.islower() or not 2 <= len(lang) <= 3:
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
+    country = (country or lang).lower()
+    if surrogate_data_dir is None and LOCALES_DIR.resolve().is_relative_to(Path(root).resolve()):
+        surrogate_data_dir = LOCALES_DIR
     targets = {
         SETTINGS_FILE: Locale.settings_path(lang, root),  # templates/new_locale/locale.yml
         "pack.yml": packs_dir(root) / lang / "pack.yml",
         "context.yml": packs_dir(root) / lang / "context.yml",
     }
-    existing = [str(p) for p in targets.values() if p.exists()]
+    synth_target = synth_dir(root) / lang
+    surrogate_target = surrogate_data_dir / lang if surrogate_data_dir is not None else None
+    existing = [str(p) for p in [*targets.values(), synth_target, surrogate_target] if p is not None and p.exists()]
     if existing:
         raise FileExistsError(f"locale {lang!r} already exists: {', '.join(existing)}")
     values = {"lang": lang, "name": name, "faker_locale": faker_locale, "spacy_lang": spacy_lang or lang,
@@ -117,13 +186,49 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
         source = Locale.folder_of(start_from, root) / concern
         if source.exists():
             target = Locale.folder_of(lang, root) / concern
+            text = _retarget(source.read_text(encoding="utf-8"), start_from, lang)
+            if concern == "surrogates.yml":
+                text = _local_id_roles(text, country)
             note = (f"# Copied from languages/{start_from}/{concern} by `factory new-locale {lang}`: translate the\n"
                     f"# word lists and formats below into {name} before building deid_{lang}.\n")
-            target.write_text(note + source.read_text(encoding="utf-8"), encoding="utf-8")
+            target.write_text(note + text, encoding="utf-8")
             written.append(target)
+    synth_target.mkdir(parents=True)
+    for template in sorted((NEW_LOCALE_TEMPLATES / "synth").glob("*.yml")):
+        target = synth_target / template.name
+        text = template.read_text(encoding="utf-8")  # its {slots} are the corpus' own: only @KEY@ is filled in
+        for key, value in values.items():
+            text = text.replace(f"@{key.upper()}@", str(value))
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    if surrogate_target is not None and (surrogate_data_dir / start_from).is_dir():
+        written += _copy_surrogate_data(surrogate_data_dir / start_from, surrogate_target, start_from, name,
+                                        {**values, "country": country})
     from .render import render_all
 
     written += render_all([lang], languages_dir=languages_dir(root))
+    return written
+
+
+def _copy_surrogate_data(source: Path, target: Path, start_from: str, name: str, values: dict) -> list[Path]:
+    """The surrogate engine's data of `start_from`, copied for the new locale to translate; the
+    settings the scaffold knows (faker locale, surnames, calling code, identifier country) set."""
+    target.mkdir(parents=True)
+    written = []
+    for path in sorted(p for p in source.iterdir() if p.is_file()):
+        text = path.read_text(encoding="utf-8")
+        if path.name == "formats.yml":
+            text = _set_top_level(text, "lang", values["lang"])
+            text = _set_top_level(text, "faker_locale", values["faker_locale"])
+            text = _set_top_level(text, "surnames_per_name", str(values["surnames"]))
+            text = _set_top_level(text, "calling_code", f"'{values['calling_code']}'")
+            text = _set_top_level(text, "identifiers", f"[{values['country']}]")
+        note = "#" if path.suffix in (".yml", ".txt", ".tsv") else None
+        if note:
+            text = (f"# Copied from locales/{start_from}/{path.name} by `factory new-locale {values['lang']}`: "
+                    f"write it for {name}.\n" + text)
+        (target / path.name).write_text(text, encoding="utf-8")
+        written.append(target / path.name)
     return written
 
 
@@ -170,9 +275,17 @@ def new_locale_command(
     surnames: int = typer.Option(1, help="Surnames per person name in this locale"),
     calling_code: str = typer.Option("1", help="International calling code, used in the starter phone case"),
     start_from: str = typer.Option("en", help="Locale whose silver/placeholder/surrogate settings are copied as a start"),
+    country: str = typer.Option(None, help="Country whose identifiers (factory/runtime/ids/) the locale uses (default: the locale code)"),
 ) -> None:
-    """Scaffold a new locale: languages/<lang>/locale.yml and a starter regex pack with its test cases."""
-    for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from):
+    """Scaffold a new locale as data files to fill in: settings, starter regex pack with cases, starter synthetic
+    corpus, surrogate word lists (README, "Adding a locale")."""
+    for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from,
+                                country=country):
         typer.echo(f"wrote {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
-    typer.echo(f"next: add national patterns with cases, then `factory pack-test {lang}` "
-               f"and `pytest tests/test_regex_packs.py -k {lang}`")
+    from deid_runtime.surrogates.locale import LOCALES_DIR
+
+    if not (LOCALES_DIR / lang).is_dir():  # an installed factory: its package is not the project's to write
+        typer.echo(f"surrogate data not written (the engine's folder is not in this project): copy "
+                   f"{LOCALES_DIR / start_from} to {LOCALES_DIR / lang} in a checkout of the factory and write it for {name}")
+    typer.echo(f"next: fill in those data files (README, \"Adding a locale\"), then `factory pack-test {lang}`, "
+               f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/test_regex_packs.py -k {lang}`")

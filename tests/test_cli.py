@@ -31,36 +31,37 @@ def _plain_env() -> dict:
 
 @pytest.fixture()
 def cli_project(tmp_path) -> Path:
-    """A project of its own (not this checkout): an Italian locale scaffolded into an empty layout."""
+    """A project of its own (not this checkout): a Swedish locale (one the factory does not ship)
+    scaffolded into an empty layout."""
     root = tmp_path / "project"
     (root / "corpora").mkdir(parents=True)
-    scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=root)
+    scaffold_locale("sv", "Swedish", "sv_SE", calling_code="46", root=root)
     return root
 
 
 def test_commands_work_on_the_project_in_the_current_folder_or_root(cli_project, tmp_path):
     env = _plain_env()
     # from the project's folder, and from inside one of its languages (where spaCy projects run)
-    for cwd in (cli_project, cli_project / "languages" / "it"):
-        code, printed = factory(["pack-test", "it", "--no-minimums"], cwd=cwd, env=env)
-        assert code == 0 and "it: " in printed and "0 failed" in printed, printed
+    for cwd in (cli_project, cli_project / "languages" / "sv"):
+        code, printed = factory(["pack-test", "sv", "--no-minimums"], cwd=cwd, env=env)
+        assert code == 0 and "sv: " in printed and "0 failed" in printed, printed
     # from anywhere else, with --root
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code, printed = factory(["--root", cli_project, "pack-test", "it", "--no-minimums"], cwd=elsewhere, env=env)
+    code, printed = factory(["--root", cli_project, "pack-test", "sv", "--no-minimums"], cwd=elsewhere, env=env)
     assert code == 0 and "0 failed" in printed, printed
-    # without it, the Italian pack is not found (the shipped packs are), and the message says where it looked
-    code, printed = factory(["pack-test", "it"], cwd=elsewhere, env=env)
-    assert code == 1 and "no regex pack for locale 'it'" in printed and "known: de, en, es, fr" in printed
-    code, printed = factory(["--root", tmp_path / "missing", "pack-test", "it"], cwd=elsewhere, env=env)
+    # without it, the Swedish pack is not found (the shipped packs are), and the message says where it looked
+    code, printed = factory(["pack-test", "sv"], cwd=elsewhere, env=env)
+    assert code == 1 and "no regex pack for locale 'sv'" in printed and "known: de, en, es, fr, it, nl, pt" in printed
+    code, printed = factory(["--root", tmp_path / "missing", "pack-test", "sv"], cwd=elsewhere, env=env)
     assert code == 1 and "no such folder" in printed
 
 
 def test_pack_test_asks_for_the_same_minimums_as_ci(cli_project):
-    code, printed = factory(["pack-test", "it"], cwd=cli_project, env=_plain_env())
+    code, printed = factory(["pack-test", "sv"], cwd=cli_project, env=_plain_env())
     # every starter case passes, but a starter pack is not a finished pack
     assert code == 1 and "0 failed" in printed
-    assert "it: not finished: " in printed and f"need at least {MIN_CASES}" in printed
+    assert "sv: not finished: " in printed and f"need at least {MIN_CASES}" in printed
     code, printed = factory(["pack-test", "fr"], env=_plain_env())
     assert code == 0 and "not finished" not in printed, printed
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from typer.testing import CliRunner
 
+from deid_factory import PROJECT_ROOT
 from deid_factory.cli import app
 from deid_factory.packs import run_pack_cases, scaffold_locale
 from deid_runtime.regex_pack import RegexPack
@@ -14,7 +17,8 @@ import yaml
 
 def test_scaffold_writes_a_working_starter_pack(tmp_path):
     written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path)
-    assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml", "project.yml", "config.cfg"}
+    assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml", "project.yml", "config.cfg",
+                                         "sections.yml", "lexicon.yml", "clinical.yml", "formats.yml", "slots.yml"}
     settings = yaml.safe_load((tmp_path / "languages" / "it" / "locale.yml").read_text())
     assert settings["lang"] == "it" and settings["faker_locale"] == "it_IT" and settings["regex_pack"] == "it"
     pack = RegexPack.from_dir(tmp_path / "regex_packs" / "it")
@@ -64,3 +68,36 @@ def test_scaffold_copies_concerns_and_renders_the_project(tmp_path):
     assert project["vars"]["lang"] == "it"
     assert "build" in project["workflows"]
     assert (tmp_path / "languages" / "it" / "configs" / "config.cfg").exists()
+
+
+def test_scaffold_is_data_only_and_builds_a_synthetic_corpus(tmp_path):
+    """Everything a new locale needs is scaffolded as data: the starter synthetic corpus generates
+    records with spans, the surrogate data loads in the engine, and nothing of the locale it was
+    copied from is left that would need code (its `lang`, its country's identifier kinds)."""
+    from deid_runtime.surrogates.locale import LOCALES_DIR, Locale as SurrogateData
+    from deid_factory.readers import read_corpus
+    from deid_runtime.validators import VALIDATORS
+
+    english = tmp_path / "languages" / "en"
+    english.mkdir(parents=True)
+    for concern in ("placeholders.yml", "surrogates.yml"):
+        (english / concern).write_text((PROJECT_ROOT / "languages" / "en" / concern).read_text(encoding="utf-8"), encoding="utf-8")
+    engine = tmp_path / "surrogate_data"
+    shutil.copytree(LOCALES_DIR / "en", engine / "en")
+    written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path, surrogate_data_dir=engine)
+    assert engine / "it" / "formats.yml" in written
+    assert not [p for p in written if p.suffix == ".py"]
+    # the starter corpus: records with PHI spans, in the new locale's language
+    records = list(read_corpus(tmp_path / "corpora" / "synth" / "it", "synth", lang="it", n=5, seed=1))
+    assert len(records) == 5 and all(r.lang == "it" and r.spans for r in records)
+    # the surrogate data: loads, and says the locale's own faker locale, calling code and country
+    data = SurrogateData.load(engine / "it")
+    assert (data.lang, data.formats["faker_locale"], data.calling_code, data.formats["identifiers"]) == ("it", "it_IT", "39", ["it"])
+    # the copied settings are the new locale's, and no identifier kind of another country is left
+    for concern in ("placeholders.yml", "surrogates.yml"):
+        assert yaml.safe_load((tmp_path / "languages" / "it" / concern).read_text())["lang"] == "it"
+    roles = yaml.safe_load((tmp_path / "languages" / "it" / "surrogates.yml").read_text())["ids"]["roles"]
+    kinds = {o["kind"] for options in roles.values() for o in options}
+    assert kinds <= {"pattern", "iban"} | {k for k in VALIDATORS if k.startswith("it_")}, kinds
+    assert {o.get("country") for options in roles.values() for o in options if o["kind"] == "iban"} <= {"IT"}
+    assert "it_codicefiscale" in (tmp_path / "languages" / "it" / "surrogates.yml").read_text()  # listed for the author

@@ -27,7 +27,20 @@ def test_wheel_declares_every_data_folder(tmp_path):
     assert "Package would be ignored" not in printed
     (wheel,) = (tmp_path / "wheel").glob("deid_factory-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for data in sorted((PROJECT_ROOT / "factory" / "templates" / "new_locale").iterdir()):
-        assert f"deid_factory/templates/new_locale/{data.name}" in names
+    templates = PROJECT_ROOT / "factory" / "templates"
+    for data in sorted(p for p in (templates / "new_locale").rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        assert f"deid_factory/templates/{data.relative_to(templates).as_posix()}" in names
+    for lc in ("it", "pt", "nl"):  # a locale added as data only is carried whole
+        assert f"deid_factory/shipped/regex_packs/{lc}/pack.yml" in names
+        assert f"deid_factory/shipped/corpora/synth/{lc}/sections.yml" in names
+    # the surrogate data of a locale travels in the runtime's own wheel (deid-runtime), found by its
+    # package-data pattern with no line to add
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
+                           tmp_path / "runtime_wheel", src / "factory" / "runtime"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (runtime_wheel,) = (tmp_path / "runtime_wheel").glob("deid_runtime-*.whl")
+    runtime_names = set(zipfile.ZipFile(runtime_wheel).namelist())
+    for lc in ("es", "fr", "it", "pt", "nl"):
+        assert f"deid_runtime/surrogates/locales/{lc}/formats.yml" in runtime_names
     assert "deid_factory/shipped/languages/fr/locale.yml" in names
     assert "deid_factory/shipped/regex_packs/fr/pack.yml" in names
