@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import socket
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterable, Iterator
 
 
 class NetworkBlocked(OSError):
@@ -16,14 +16,19 @@ class NetworkBlocked(OSError):
 
 
 @contextmanager
-def no_network(allow: bool = False) -> Iterator[None]:
-    """Refuse every outgoing connection (and name lookup) while the block runs."""
+def no_network(allow: bool = False, allow_hosts: Iterable[str] = ()) -> Iterator[None]:
+    """Refuse every outgoing connection (and name lookup) while the block runs, but those to
+    `allow_hosts` (the stage's own Dask cluster: 127.0.0.1 for the local one, see scaleout.py)."""
     if allow:
         yield
         return
     saved = _socket_functions()
     _GUARDS.append(saved)
-    _set_socket_functions((_refuse, _refuse, _refuse, _refuse))
+    hosts = frozenset(allow_hosts)
+    if hosts:
+        _set_socket_functions(_only_to(hosts, saved))
+    else:
+        _set_socket_functions((_refuse, _refuse, _refuse, _refuse))
     try:
         yield
     finally:
@@ -36,6 +41,28 @@ _GUARDS: list[tuple] = []  # socket functions active before each guard (innermos
 
 def _refuse(*_args, **_kwargs):
     raise NetworkBlocked("network access is disabled in the translate stage (deid_factory)")
+
+
+def _only_to(hosts: frozenset[str], real: tuple) -> tuple:
+    """Socket functions that pass calls for `hosts` to `real` and refuse all others."""
+    connect, connect_ex, getaddrinfo, create_connection = real
+
+    def allowed(address) -> bool:
+        return isinstance(address, tuple) and bool(address) and address[0] in hosts
+
+    def guarded_connect(sock, address):
+        return connect(sock, address) if allowed(address) else _refuse()
+
+    def guarded_connect_ex(sock, address):
+        return connect_ex(sock, address) if allowed(address) else _refuse()
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        return getaddrinfo(host, *args, **kwargs) if host in hosts else _refuse()
+
+    def guarded_create_connection(address, *args, **kwargs):
+        return create_connection(address, *args, **kwargs) if allowed(address) else _refuse()
+
+    return guarded_connect, guarded_connect_ex, guarded_getaddrinfo, guarded_create_connection
 
 
 def _socket_functions() -> tuple:

@@ -38,6 +38,8 @@ class RecordFailed(RuntimeError):
     """A record raised something that is not an engine error: the stage stops. The message names the
     record id and the exception type only, never the text (PHI); what was written stays written."""
 
+    phi_free = True  # scaleout.py may carry it back from a Dask worker whole
+
     def __init__(self, record_id: str, error: str):
         super().__init__(f"record {record_id}: {error}")
         self.record_id = record_id

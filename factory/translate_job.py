@@ -2,9 +2,10 @@
 
 * The route is Argos' (argos_env.py), each record is translated by translate.translate_record.
   A socket guard (netguard.py) refuses any connection while the stage runs.
-* Records are translated by worker processes with a bounded queue, written in input order and
-  appended one by one (flush + fsync): a crash or Ctrl-C loses nothing and a re-run resumes; a
-  record whose input changed since is redone (input digest).
+* Records are translated in shards (scaleout.py: in this process, or on a local or remote Dask
+  cluster with --workers N / --scheduler ADDRESS), committed in input order and appended one by
+  one (flush + fsync): a crash, a killed worker or Ctrl-C loses nothing, a re-run resumes after the
+  last whole record, and a record whose input changed since is redone (input digest).
 * source == target: records pass through unchanged and Argos is not even imported.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .netguard import no_network
 from .placeholders import without_placeholder_text
 from .records import (OutputError, Record, RecordError, append_line, append_record, read_records, write_json_atomic,
                       write_text_atomic)
+from .scaleout import ClusterOptions, Shard, ShardTask, run_shards, shards_of
 from .translate import RecordFailed, input_digest, translate_record
 
 log = logging.getLogger(__name__)
@@ -68,33 +70,37 @@ class TranslateOptions:
     download: bool = False
     if_no_route: str = "fail"
     max_drop_rate: float | None = None
+    scheduler: str | None = None  # a Dask scheduler address: run the workers there (then `workers` is unused)
 
     def __post_init__(self) -> None:
         if self.if_no_route not in ("fail", "skip"):
             raise ValueError(f"if_no_route must be fail or skip, not {self.if_no_route!r}")
 
 
-# ----------------------------------------------------------------------------- workers
-_WORKER: dict[str, Any] = {}
+# ----------------------------------------------------------------------------- shards (scaleout.py)
+RECORDS_PER_SHARD = 4  # a record takes ~0.1-1 s to translate: small shards keep every worker busy
 
 
-def _worker_init(config: dict[str, Any]) -> None:
-    guard = no_network(config.get("allow_network", False))
+def _worker_setup(config: dict[str, Any]) -> ArgosRoute:
+    """A translation worker's state: the installed route, opened once per process, under the socket
+    guard for the life of the process (the cluster's own hosts excepted)."""
+    guard = no_network(config["allow_network"], config["cluster_hosts"])
     guard.__enter__()  # for the life of the worker process
-    _WORKER["guard"] = guard
-    route = ArgosRoute.open(
-        config["source"], config["target"], None, config.get("argos_dir"), config["device"], config.get("beam_size"),
-        config.get("pivot"), install=False, intra_threads=config.get("intra_threads"),
+    return ArgosRoute.open(
+        config["source"], config["target"], None, config["argos_dir"], config["device"], config["beam_size"],
+        config["pivot"], install=False, intra_threads=config["intra_threads"],
     )
-    _WORKER["route"] = route
-    _WORKER["target"] = config["target"]
 
 
-def _worker_translate(data: dict[str, Any]) -> dict[str, Any]:
-    route: ArgosRoute = _WORKER["route"]
-    record = Record.from_dict(data)
-    return translate_record(record, route.translate_hops, route.route, _WORKER["target"])
-
+def _translate_shard(route: ArgosRoute, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    results = []
+    for data in records:
+        record = Record.from_dict(data)
+        try:
+            results.append(translate_record(record, route.translate_hops, route.route, route.route[-1]))
+        except Exception as err:  # not an engine error (translate_record drops those): stop here
+            raise RecordFailed(record.id, type(err).__name__) from err
+    return results
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -199,7 +205,8 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
         native = [r for r in todo if r.lang == target]
         todo = [r for r in todo if r.lang != target]
         report["native_passed_through"] = len(native)
-    with no_network(opts.allow_network):
+    cluster = ClusterOptions(opts.workers, opts.scheduler)
+    with no_network(opts.allow_network, cluster.network_hosts()):
         if native:
             with _open_append(out_path) as handle:
                 for rec in native:
@@ -208,7 +215,8 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
                                            "reason": "already in the target language"}
                     append_record(handle, Record(rec.id, target, rec.text, rec.spans, meta))
         if todo:
-            intra = 1 if opts.workers > 1 else None  # workers share the cores; one thread each avoids oversubscription
+            # workers share the cores; one thread each avoids oversubscription
+            intra = 1 if cluster.uses_dask else None
             try:
                 argos = ArgosRoute.open(source, target, opts.packages_dir, opts.argos_dir, opts.device, opts.beam_size, opts.pivot,
                                         install=True, intra_threads=intra, download=opts.download)
@@ -228,9 +236,10 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
                 if calibrated != route:
                     log.warning("placeholder inventory was calibrated for %s, this run uses %s: run `factory calibrate`",
                                 " -> ".join(calibrated), " -> ".join(route))
-            _run_workers(todo, out_path, argos, target, opts.workers, opts.progress, {
-                "source": source, "target": target, "argos_dir": opts.argos_dir, "device": opts.device,
-                "beam_size": opts.beam_size, "pivot": opts.pivot, "allow_network": opts.allow_network, "intra_threads": intra,
+            _run_shards(todo, out_path, argos, opts, cluster, {
+                "source": source, "target": target, "argos_dir": str(opts.argos_dir) if opts.argos_dir else None,
+                "device": opts.device, "beam_size": opts.beam_size, "pivot": opts.pivot, "intra_threads": intra,
+                "allow_network": opts.allow_network, "cluster_hosts": sorted(cluster.network_hosts()),
             })
     report.update(_summarise(out_path, len(records), len(done)))
     max_drop_rate = opts.max_drop_rate
@@ -253,60 +262,28 @@ def _open_append(path: Path):
         raise OutputError(path, err) from None
 
 
-def _run_workers(todo: list[Record], out_path: Path, argos: ArgosRoute, target: str, workers: int, progress: bool, config: dict[str, Any]) -> None:
+def _run_shards(todo: list[Record], out_path: Path, argos: ArgosRoute, opts: TranslateOptions, cluster: ClusterOptions,
+                config: dict[str, Any]) -> None:
+    """Translate `todo` shard by shard (in this process, or on the Dask cluster) and append every
+    result in input order as its shard commits."""
     from tqdm import tqdm
 
-    bar = tqdm(total=len(todo), unit="rec", desc=f"translate {' -> '.join(argos.route)}", disable=not progress, leave=True)
+    bar = tqdm(total=len(todo), unit="rec", desc=f"translate {' -> '.join(argos.route)}", disable=not opts.progress, leave=True)
     with _open_append(out_path) as out_handle, _open_append(_dropped_path(out_path)) as drop_handle:
 
-        def write(result: dict[str, Any]) -> None:
-            if result["status"] == "dropped":
-                entry = {k: result[k] for k in ("id", "input_digest", "reason", "attempts", "terms", "first_problems")}
-                append_line(drop_handle, srsly.json_dumps(entry))
-                log.info("record %s dropped: %s", result["id"], result["reason"])
-            else:
-                append_record(out_handle, Record.from_dict(result["record"]))
-            bar.update(1)
+        def commit(shard: Shard, results: list[dict[str, Any]]) -> None:
+            for result in results:
+                if result["status"] == "dropped":
+                    entry = {k: result[k] for k in ("id", "input_digest", "reason", "attempts", "terms", "first_problems")}
+                    append_line(drop_handle, srsly.json_dumps(entry))
+                    log.info("record %s dropped: %s", result["id"], result["reason"])
+                else:
+                    append_record(out_handle, Record.from_dict(result["record"]))
+            bar.update(shard.size)
 
+        task = ShardTask("translate", _worker_setup, _translate_shard, config)
         try:
-            if workers <= 1:
-                for rec in todo:
-                    try:
-                        result = translate_record(rec, argos.translate_hops, argos.route, target)
-                    except Exception as err:  # not an engine error (translate_record drops those): stop here
-                        raise RecordFailed(rec.id, type(err).__name__) from err
-                    write(result)
-            else:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
-
-                # spawn, not fork: CTranslate2/CUDA state must not be inherited half-initialised.
-                ctx = multiprocessing.get_context("spawn")
-                pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init, initargs=(config,))
-                try:
-                    pending: deque = deque()
-                    bound = workers * 4  # the bounded queue: at most this many records in flight
-
-                    def write_next() -> None:
-                        rid, future = pending.popleft()
-                        try:
-                            result = future.result()
-                        except Exception as err:  # raised in the worker, or the pool broke: stop here
-                            raise RecordFailed(rid, type(err).__name__) from err
-                        write(result)
-
-                    for rec in todo:
-                        pending.append((rec.id, pool.submit(_worker_translate, rec.to_dict())))
-                        if len(pending) >= bound:
-                            write_next()
-                    while pending:
-                        write_next()
-                except BaseException:
-                    # Ctrl-C or a failure: what is written stays written; queued records are cancelled
-                    # instead of being waited for, and the next run resumes after the last record.
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    raise
-                pool.shutdown(wait=True)
+            run_shards(task, shards_of((r.to_dict() for r in todo), RECORDS_PER_SHARD), commit, cluster, state=argos)
         finally:
             bar.close()
 
@@ -339,7 +316,8 @@ def translate_command(
     source: str = typer.Option("es", help="Source language of the records"),
     target: str = typer.Option("fr", help="Target language (equal to --source: pass-through, no Argos)"),
     packages_dir: Path | None = typer.Option(None, help="Folder of .argosmodel files to install first"),
-    workers: int = typer.Option(1, help="Translation worker processes"),
+    workers: int = typer.Option(1, help="Translation worker processes: more than 1 starts a local Dask cluster"),
+    scheduler: str | None = typer.Option(None, help="Address of a running Dask scheduler (tcp://host:8786): translate on its workers"),
     device: str = typer.Option("cpu", help="cpu or cuda (ARGOS_DEVICE_TYPE)"),
     report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
     argos_dir: Path | None = typer.Option(None, help="Where Argos installs packages (ARGOS_PACKAGES_DIR)"),
@@ -363,7 +341,7 @@ def translate_command(
         options = TranslateOptions(
             source, target, packages_dir=packages_dir, workers=workers, device=device, report_path=report, argos_dir=argos_dir,
             beam_size=beam_size, pivot=pivot, progress=progress, allow_network=allow_network, limit=limit, download=download,
-            if_no_route=if_no_route, max_drop_rate=max_drop_rate)
+            if_no_route=if_no_route, max_drop_rate=max_drop_rate, scheduler=scheduler)
         result = translate_file(in_path, out_path, options)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)
