@@ -250,6 +250,7 @@ def _run_on_cluster(client, task: ShardTask, shards: Iterable[Shard], commit: Ca
     pending: dict[int, tuple[Shard, Any]] = {}  # index -> (shard, future), submitted, not committed
     order: deque[int] = deque()  # indices in the order they were submitted: the commit order
     done: dict[int, Any] = {}  # index -> result, finished, waiting for the shards before it
+    index_of: dict[str, int] = {}  # task key -> shard index
     source = iter(shards)
     exhausted = False
     running = as_completed(loop=client.loop)
@@ -264,6 +265,7 @@ def _run_on_cluster(client, task: ShardTask, shards: Iterable[Shard], commit: Ca
             future = client.submit(_run_on_worker, task, shard.index, shard.payload, pure=False,
                                    key=f"{task.name}-{run_id}-shard-{shard.index:06d}")
             pending[shard.index] = (shard, future)
+            index_of[future.key] = shard.index
             order.append(shard.index)
             running.add(future)
 
@@ -271,7 +273,9 @@ def _run_on_cluster(client, task: ShardTask, shards: Iterable[Shard], commit: Ca
         submit_more()
         while pending:
             future = next(running)
-            index = next(i for i, (_, f) in pending.items() if f is future)
+            index = index_of.get(future.key)
+            if index not in pending or index in done:  # told twice (a task that was lost and ran again)
+                continue
             try:
                 result = future.result()
             except Exception as err:  # the cluster gave up on it (a worker died too often) or broke
