@@ -92,15 +92,18 @@ def _worker_setup(config: dict[str, Any]) -> ArgosRoute:
     )
 
 
-def _translate_shard(route: ArgosRoute, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _translate_shard(route: ArgosRoute, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results of a shard's records, up to the first that raised anything but an engine error
+    (translate_record drops those): the records before it are written, then the stage stops."""
     results = []
     for data in records:
         record = Record.from_dict(data)
         try:
             results.append(translate_record(record, route.translate_hops, route.route, route.route[-1]))
-        except Exception as err:  # not an engine error (translate_record drops those): stop here
-            raise RecordFailed(record.id, type(err).__name__) from err
-    return results
+        except Exception as err:
+            log.debug("record %s: %s", record.id, type(err).__name__)
+            return {"results": results, "failed": (record.id, type(err).__name__)}
+    return {"results": results, "failed": None}
 
 
 # ----------------------------------------------------------------------------- the stage
@@ -271,15 +274,17 @@ def _run_shards(todo: list[Record], out_path: Path, argos: ArgosRoute, opts: Tra
     bar = tqdm(total=len(todo), unit="rec", desc=f"translate {' -> '.join(argos.route)}", disable=not opts.progress, leave=True)
     with _open_append(out_path) as out_handle, _open_append(_dropped_path(out_path)) as drop_handle:
 
-        def commit(shard: Shard, results: list[dict[str, Any]]) -> None:
-            for result in results:
+        def commit(shard: Shard, outcome: dict[str, Any]) -> None:
+            for result in outcome["results"]:
                 if result["status"] == "dropped":
                     entry = {k: result[k] for k in ("id", "input_digest", "reason", "attempts", "terms", "first_problems")}
                     append_line(drop_handle, srsly.json_dumps(entry))
                     log.info("record %s dropped: %s", result["id"], result["reason"])
                 else:
                     append_record(out_handle, Record.from_dict(result["record"]))
-            bar.update(shard.size)
+            bar.update(len(outcome["results"]))
+            if outcome["failed"]:
+                raise RecordFailed(*outcome["failed"])
 
         task = ShardTask("translate", _worker_setup, _translate_shard, config)
         try:
