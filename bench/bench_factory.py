@@ -7,7 +7,7 @@ of the default `es` build (languages/es/project.yml) run in a fresh temporary fo
   detect       langdetect on PHI-free text (detect.detect)
   filter       silver span filters + corpus-statistic thresholds (silver.filter_records)
   placeholder  persistent placeholders (placeholders.placeholder_file, target es)
-  pass-through the es -> es translate stage: a copy of the file, no Argos (translate.translate_file)
+  pass-through the es -> es translate stage: a copy of the file, no Argos (translate_job.translate_file)
   surrogate    es surrogates (surrogates.surrogate_file, without the time spent in write_splits)
   splits       train/dev/test DocBins (splits.write_splits, timed inside surrogate_file)
   train        CPU training with languages/es/configs/config.cfg for a fixed number of epochs, early
@@ -141,7 +141,7 @@ def run_build(n_records: int, work: Path, epochs: int) -> dict[str, dict[str, An
     from deid_factory.silver import filter_records
     from deid_factory.surrogates import surrogate_file
     from deid_factory.train import train_model
-    from deid_factory.translate import translate_file
+    from deid_factory.translate_job import TranslateOptions, translate_file
 
     corpus, final = work / "corpus", work / "corpus" / "final"
     corpus.mkdir(parents=True)
@@ -162,8 +162,8 @@ def run_build(n_records: int, work: Path, epochs: int) -> dict[str, dict[str, An
     stage("placeholder", count_records(corpus / "filtered.jsonl"),
           lambda: placeholder_file(corpus / "filtered.jsonl", corpus / "placeholder.jsonl", "es", report_path=corpus / "placeholder_report.json"))
     stage("pass-through", count_records(corpus / "placeholder.jsonl"),
-          lambda: translate_file(corpus / "placeholder.jsonl", corpus / "translated.jsonl", "es", "es", progress=False,
-                                 report_path=corpus / "translate_report.json"))
+          lambda: translate_file(corpus / "placeholder.jsonl", corpus / "translated.jsonl", TranslateOptions("es", "es", progress=False,
+                                 report_path=corpus / "translate_report.json")))
     translated = count_records(corpus / "translated.jsonl")
     with timed_calls(splits, "write_splits") as in_splits:
         stage("surrogate", translated, lambda: surrogate_file(corpus / "translated.jsonl", final, "es", seed=0))
@@ -237,7 +237,9 @@ def translation_overhead(n_records: int, beam_size: int, work: Path) -> dict[str
     from deid_factory.argos_testkit import _default_sentences, build_packages
     from deid_factory.extract import extract
     from deid_factory.placeholders import all_placeholder_terms, placeholder_file
-    from deid_factory.translate import ArgosRoute, no_network, translate_file
+    from deid_factory.argos_env import ArgosRoute
+    from deid_factory.netguard import no_network
+    from deid_factory.translate_job import TranslateOptions, translate_file
 
     work.mkdir(parents=True)
     with argos_home(work / "argos_home"), no_network():
@@ -249,8 +251,8 @@ def translation_overhead(n_records: int, beam_size: int, work: Path) -> dict[str
         records = count_records(work / "placeholder.jsonl")
         with timed_calls(ArgosRoute, "open") as in_open, timed_calls(ArgosRoute, "translate_hops") as in_argos:
             report, seconds = run_timed(lambda: translate_file(
-                work / "placeholder.jsonl", work / "translated.jsonl", "es", "fr", packages_dir=work / "packages",
-                argos_dir=work / "argos_installed", workers=1, beam_size=beam_size, progress=False))
+                work / "placeholder.jsonl", work / "translated.jsonl", TranslateOptions("es", "fr", packages_dir=work / "packages",
+                argos_dir=work / "argos_installed", workers=1, beam_size=beam_size, progress=False)))
     per_record = seconds - in_open["seconds"]
     outside = per_record - in_argos["seconds"]
     return {
@@ -277,7 +279,7 @@ def translation_overhead(n_records: int, beam_size: int, work: Path) -> dict[str
 def argos_home(root: Path) -> Iterator[None]:
     """Argos reads its data/config/cache folders once, at import: point them at `root` for the import
     (nothing lands in the user's home), then give the rest of the process its own folders back."""
-    from deid_factory.translate import import_argos_with
+    from deid_factory.argos_env import import_argos_with
 
     import_argos_with({k: str(root / k.lower()) for k in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME")})
     yield

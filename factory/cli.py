@@ -62,13 +62,13 @@ def _global_options(
 
 
 # ------------------------------------------------------------------ build a language, stage by stage
-from .synth import synth_command  # noqa: E402
+from .extract import synth_command  # noqa: E402
 from .extract import extract_command  # noqa: E402
 from .detect import detect_command  # noqa: E402
 from .silver import filter_command, silver_command  # noqa: E402
 from .stats import stats_command  # noqa: E402
 from .placeholders import calibrate_command, placeholder_command  # noqa: E402
-from .translate import translate_command  # noqa: E402
+from .translate_job import translate_command  # noqa: E402
 from .surrogates import surrogate_command  # noqa: E402
 from .train import train_command  # noqa: E402
 from .selftrain import selftrain_command  # noqa: E402

@@ -30,7 +30,8 @@ from deid_runtime.text import fold
 from . import PROJECT_ROOT
 from .locale import languages_dir
 from .labels import CANONICAL_LABELS
-from .records import Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_text_atomic
+from .records import (Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_json_atomic,
+                      write_text_atomic)
 from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ POOL = "ANY"  # shared terms used when a category's own list runs out
 SHAPE_CONTEXT_CHARS = 60  # text before a span that tells its kind ("País: ", "Sra. ")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+PLACEHOLDER_TEXT = "placeholder_text"  # meta key: the text with placeholders, until a stage rewrites it
 
 
 class PlaceholderError(ValueError):
@@ -243,8 +245,14 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
         mapping[ent["term"]] = entry
     meta = dict(record.meta)
     meta["placeholders"] = {"source_lang": record.lang, "inventory": _display_path(inventory.path), "terms": mapping}
-    meta["placeholder_text"] = new_text
+    meta[PLACEHOLDER_TEXT] = new_text
     return Record(record.id, record.lang, new_text, new_spans, meta)
+
+
+def without_placeholder_text(meta: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a record's meta without the placeholder text: it is the record's text while the
+    record is in the source language, and stale once a stage rewrites the text (translate, surrogate)."""
+    return {k: v for k, v in meta.items() if k != PLACEHOLDER_TEXT}
 
 
 def _display_path(path: Path | None) -> str:
@@ -350,12 +358,8 @@ def placeholder_file(
     report["entities"] = dict(report["entities"])
     report["mentions"] = dict(report["mentions"])
     if report_path:
-        _write_json(report_path, report)
+        write_json_atomic(report_path, report)
     return report
-
-
-def _write_json(path: str | Path, data: Any) -> None:
-    write_text_atomic(path, srsly.json_dumps(data, indent=2) + "\n")
 
 
 def placeholder_command(
@@ -416,7 +420,7 @@ def calibrate(
         raise ValueError(f"{inventory_path(source)}: no `calibration_sentences` for source language {source}")
     route: list[str] = [source, target]
     if translate_fn is None:
-        from .translate import ArgosRoute
+        from .argos_env import ArgosRoute
 
         argos = ArgosRoute.open(source, target, packages_dir=packages_dir, argos_dir=argos_dir, beam_size=beam_size)
         route = argos.route

@@ -325,6 +325,11 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     write_chunks_atomic(path, [text.encode("utf-8")])
 
 
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write a JSON document (a stage report) atomically, indented, creating its folder."""
+    write_text_atomic(path, srsly.json_dumps(data, indent=2) + "\n")
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write a binary file (a DocBin, a zip, a PNG) atomically, creating its folder."""
     write_chunks_atomic(path, [data])

@@ -21,8 +21,10 @@ Line endings and a leading byte order mark (BOM) are kept: a CRLF file comes out
 file comes out with its BOM. The BOM is hidden from the pipeline (it is not text, and glued to the
 first word it could hide a name) and counted in output offsets, as brat counts it.
 Memory and time stay linear in the input: long documents are processed in pieces by the router and
-only spans are kept (no Docs). Outputs are committed document by document: a killed run keeps
-every document it finished.
+only spans are kept (no Docs). Documents go in shards (32 documents, 2 MB of text at most) to this
+process, or with --workers N / --scheduler ADDRESS to a Dask cluster (scaleout.py); shards are
+committed in input order and recorded in OUT.redact-journal.jsonl, so a killed run (or worker)
+keeps every shard it committed and the same command resumes after them to the same bytes.
 
 Surrogate mode draws every surrogate from a secret key (--key-file, or $DEID_SURROGATE_KEY) and
 refuses to start without one; --demo-key uses a key derived from --seed, which is not secret. A
@@ -46,6 +48,7 @@ import os
 import re
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -56,6 +59,7 @@ import typer
 from .readers import BOM
 from .records import OutputError, Record, Span, append_line, write_text_atomic
 from deid_runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
+from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of
 from deid_runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
                              RouterError)
 
@@ -89,11 +93,14 @@ class _Progress:
         self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="redact",
                         disable=not enabled, file=sys.stderr, dynamic_ncols=True)
         self.docs = 0
+        self.started = time.monotonic()
 
-    def done(self, source: Source) -> None:
-        self.docs += 1
-        self.bar.set_postfix_str(f"{self.docs} docs", refresh=False)
-        self.bar.update(source.size)
+    def add(self, size: int, docs: int) -> None:
+        """`docs` documents of `size` input bytes committed (by any worker)."""
+        self.docs += docs
+        rate = self.docs / max(1e-9, time.monotonic() - self.started)
+        self.bar.set_postfix_str(f"{rate:.1f} docs/s, {self.docs} docs", refresh=False)
+        self.bar.update(size)
 
     def close(self) -> None:
         self.bar.update(max(0, self.bar.total - self.bar.n))  # the skipped inputs after the last document
@@ -226,30 +233,40 @@ def _brat_ann(text: str, spans: list[tuple[int, int, str]], shift: int) -> str:
 
 
 class _JsonlOutput:
-    """Rows go to OUT.partial as documents finish, each in one write (a killed process keeps every
-    finished row; the disk is synced at most once a second, which costs ~3 ms here), and
-    OUT.partial becomes OUT when the run ends. A failed run leaves an earlier OUT as it was, and
-    its finished rows, complete lines only, in OUT.partial (replaced by the next run)."""
-
-    SYNC_SECONDS = 1.0
+    """Rows go to OUT.partial as shards commit, each row in one write and each shard fsynced (a
+    killed process keeps every committed row), and OUT.partial becomes OUT when the run ends. A
+    failed run leaves an earlier OUT as it was, and its committed rows in OUT.partial, which the
+    next run with the same inputs and settings resumes (cut back to its last committed shard)."""
 
     def __init__(self, out: Path):
         self.out = out
         self.partial = out.with_name(out.name + ".partial")
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = self.partial.open("w", encoding="utf-8")
+            self.handle = self.partial.open("a", encoding="utf-8")
         except OSError as err:
             raise OutputError(self.partial, err) from None
         self.rows = 0
-        self.last_sync = time.monotonic()
 
-    def write(self, row: dict) -> None:
-        sync = time.monotonic() - self.last_sync >= self.SYNC_SECONDS
-        append_line(self.handle, srsly.json_dumps(row), sync=sync)  # the whole line or nothing
+    def size(self) -> int:
+        return os.fstat(self.handle.fileno()).st_size
+
+    def truncate(self, size: int) -> None:
+        """Keep the first `size` bytes: the rows of the shards a resumed run keeps."""
+        try:
+            os.ftruncate(self.handle.fileno(), size)
+        except OSError as err:
+            raise OutputError(self.partial, err) from None
+
+    def write_line(self, line: str) -> None:
+        append_line(self.handle, line, sync=False)  # the whole line or nothing
         self.rows += 1
-        if sync:
-            self.last_sync = time.monotonic()
+
+    def sync(self) -> None:
+        try:
+            os.fsync(self.handle.fileno())
+        except OSError as err:
+            raise OutputError(self.partial, err) from None
 
     def commit(self) -> None:
         try:
@@ -261,7 +278,8 @@ class _JsonlOutput:
 
     def abort(self) -> None:
         self.handle.close()
-        log.error("run stopped: %s unchanged; the %d documents finished are in %s", self.out, self.rows, self.partial)
+        log.error("run stopped: %s unchanged; the %d documents finished are in %s (run again to resume)",
+                  self.out, self.rows, self.partial)
 
 
 def project_packs(exclude: set[str]):
@@ -310,17 +328,109 @@ def set_recall_bias(pipelines: dict, bias: float | str) -> None:
         nlp.get_pipe("deid_tagger").o_bias = float(bias)
 
 
+DOCS_PER_SHARD = 32  # documents per shard (the unit of work, commit and resume)
+CHARS_PER_SHARD = 2_000_000  # ... and at most this much text, unless one document alone is longer
+
+
+@dataclass(frozen=True)
+class RedactSettings:
+    """What a worker needs to route and redact (sent to every worker: it holds the surrogate key,
+    which is never logged and never part of a task key)."""
+
+    output_format: str
+    mode: str
+    pipelines: tuple[str, ...] | None
+    fallback: str | None
+    lang: str | None
+    seed: int
+    batch_size: int
+    detect_chars: int
+    min_confidence: float
+    min_letters: int
+    recall_bias: float | str | None
+    key: bytes | None
+    demo_key: bool
+
+    def fingerprint(self) -> str:
+        """Identifies the outputs these settings give (resume): the key only through an HMAC of it."""
+        import hashlib
+        import hmac
+
+        fields = {k: v for k, v in self.__dict__.items() if k != "key"}
+        key_id = hmac.new(self.key, b"deid-factory redact journal", hashlib.sha256).hexdigest()[:16] if self.key else ""
+        return hashlib.sha256(repr((sorted(fields.items()), key_id, DOCS_PER_SHARD, CHARS_PER_SHARD)).encode()).hexdigest()[:32]
+
+
+@dataclass
+class _DocOutcome:
+    """One document after routing and redaction: its outputs, ready to write (no Doc, no spans object)."""
+
+    id: str
+    origin: str
+    size: int
+    lang: str
+    pipeline: str
+    how: str
+    reason: str
+    name: str
+    files: list[tuple[str, str]]  # (path relative to OUT, content): text and brat
+    row: str | None  # the JSONL line: jsonl
+
+
+def _worker_router(settings: RedactSettings) -> tuple[Router, RedactSettings]:
+    return build_router(list(settings.pipelines) if settings.pipelines else None, settings.fallback, settings.lang,
+                        settings.seed, settings.detect_chars, settings.min_confidence, settings.min_letters,
+                        settings.recall_bias), settings
+
+
+def _redact_shard(state: tuple[Router, RedactSettings], sources: list[Source]) -> dict:
+    """Route and redact one shard of documents (on a worker, or in this process)."""
+    from deid_runtime.router import RouterStats
+
+    router, settings = state
+    router.stats = RouterStats()  # this shard's counts only: the client adds them up
+    docs = []
+    for routed in router.pipe(((s.text, s) for s in sources), batch_size=settings.batch_size, as_tuples=True,
+                              declared_lang=lambda s: s.lang, with_docs=False):
+        src: Source = routed.meta
+        name = _out_name(src.id)
+        files: list[tuple[str, str]] = []
+        row = None
+        if routed.pipeline != UNROUTED:
+            files, row = _render_document(settings, src, routed, name)
+        docs.append(_DocOutcome(src.id, src.origin, src.size, routed.lang, routed.pipeline, routed.how,
+                                routed.reason, name, files, row))
+    return {"docs": docs, "stats": router.stats.to_dict(), "pipelines": sorted(router.pipelines),
+            "fallback": router.fallback_name, "lang": router.force_lang}
+
+
+def _shard_digest(fingerprint: str, sources: list[Source]) -> str:
+    from .scaleout import digest_of
+
+    return digest_of(fingerprint, *(f"{s.id}\x00{s.origin}\x00{s.bom}\x00{s.lang}\x00{s.patient_id}\x00{s.text}" for s in sources))
+
+
+def journal_path(out: Path) -> Path:
+    """Where a redact run records its committed shards, next to OUT (a file or a folder)."""
+    return out.with_name(out.name + ".redact-journal.jsonl")
+
+
 def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mode: str = "tag",
                  pipelines: list[str] | None = None, fallback: str | None = None, lang: str | None = None,
                  seed: int = 0, batch_size: int = 16, detect_chars: int = 1000,
                  min_confidence: float = DEFAULT_MIN_CONFIDENCE, min_letters: int = DEFAULT_MIN_LETTERS,
                  router: Router | None = None, progress: bool = True, allow_partial: bool = False,
-                 key: bytes | None = None, demo_key: bool = False, recall_bias: float | str | None = None) -> dict:
+                 key: bytes | None = None, demo_key: bool = False, recall_bias: float | str | None = None,
+                 cluster: ClusterOptions | None = None) -> dict:
     """Route, redact (or annotate) and write every document; returns the report.
 
     report["complete"] is False when a document was not written or an input was skipped. A missing
     input raises FileNotFoundError before anything runs, unless allow_partial. Surrogate mode draws
-    from the secret `key` (or the demo key of `seed` when `demo_key`) and refuses to start without one."""
+    from the secret `key` (or the demo key of `seed` when `demo_key`) and refuses to start without one.
+    Documents go in shards to `cluster` (default: this process; scaleout.py), are committed in input
+    order, and a run stopped at any point resumes after its last committed shard (same inputs and
+    settings: same bytes as an uninterrupted run)."""
+    cluster = cluster or ClusterOptions()
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"unknown output format {output_format!r} (expected one of {', '.join(OUTPUT_FORMATS)})")
     if mode not in CLI_MODES:
@@ -330,82 +440,146 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     if mode == "surrogate" and key is None and not demo_key:
         raise SurrogateKeyError(f"surrogate mode needs a secret key: --key-file FILE or ${KEY_ENV} "
                                 "(--demo-key for a demonstration with a key that is not secret)")
+    if router is not None and cluster.uses_dask:
+        raise ValueError("a Router object runs in this process only: give pipeline names with --workers/--scheduler")
     missing = [str(p) for p in inputs if not p.exists()]
     if missing and not allow_partial:
         raise FileNotFoundError(f"input not found: {', '.join(missing)} (nothing was processed; --allow-partial skips missing inputs)")
-    if router is None:
-        router = build_router(pipelines, fallback, lang, seed, detect_chars, min_confidence, min_letters, recall_bias)
+    settings = RedactSettings(output_format, mode, tuple(pipelines) if pipelines else None, fallback, lang, seed, batch_size,
+                              detect_chars, min_confidence, min_letters, recall_bias, key, demo_key)
+    state = None
+    if not cluster.uses_dask:
+        if router is None:
+            router = build_router(pipelines, fallback, lang, seed, detect_chars, min_confidence, min_letters, recall_bias)
+        state = (router, settings)
     problems: list[dict] = []
     unrouted: list[dict] = []
     written_from: dict[str, str] = {}  # output name -> the input that took it
+    stats: dict = {"docs": 0, "by_pipeline": Counter(), "by_how": Counter(), "detected": Counter(), "unrouted_languages": Counter()}
+    about: dict = {}  # pipelines, fallback, lang of the router (from whichever process ran it)
     files = list_input_files(inputs, problems)
     bar = _Progress(sum(p.stat().st_size for p, _ in files), progress)
-    sources = iter_sources(files, problems)
+    journal = ShardJournal(journal_path(out), settings.fingerprint())
     jsonl = _JsonlOutput(out) if output_format == "jsonl" else None
-    written = 0
-    try:
-        for routed in router.pipe(((s.text, s) for s in sources), batch_size=batch_size, as_tuples=True,
-                                  declared_lang=lambda s: s.lang, with_docs=False):
-            src: Source = routed.meta
-            bar.done(src)
-            if routed.pipeline in (FALLBACK, UNROUTED):
-                unrouted.append({"input": src.origin, "id": src.id, "lang": routed.lang, "how": routed.how,
-                                 "pipeline": routed.pipeline, "reason": routed.reason})
-            if routed.pipeline == UNROUTED:
-                log.error("%s: document %r not redacted (%s): not written", src.origin, src.id, routed.reason)
+    if jsonl is not None and journal.entries and jsonl.size() < journal.entries[-1]["summary"]["partial_bytes"]:
+        journal.entries = []  # the rows of the journal are gone (OUT.partial replaced): start again
+    counts = {"written": 0}
+
+    def add_summary(summary: dict) -> None:
+        counts["written"] += summary["written"]
+        unrouted.extend(summary["unrouted"])
+        problems.extend(summary["problems"])
+        written_from.update(summary["names"])
+        for k, v in summary["stats"].items():
+            if k == "docs":
+                stats["docs"] += v
+            else:
+                stats[k].update(v)
+        about.update(summary["about"])
+        bar.add(summary["bytes"], summary["docs"])
+
+    def shards() -> Iterator[Shard]:
+        """The shards still to do: those an earlier run committed (same input, same settings) are
+        replayed from the journal, the first that differs and all after it are done again."""
+        resuming = True
+        replayed = 0
+        for shard in shards_of(iter_sources(files, problems), DOCS_PER_SHARD, lambda s: len(s.text), CHARS_PER_SHARD):
+            shard.digest = _shard_digest(journal.fingerprint, shard.payload)
+            if resuming and shard.index < len(journal.entries) and journal.entries[shard.index]["digest"] == shard.digest:
+                add_summary(journal.entries[shard.index]["summary"])
+                replayed += 1
                 continue
-            if routed.pipeline == FALLBACK:
-                log.warning("%s: document %r went to the fallback %r (%s)", src.origin, src.id, router.fallback_name, routed.reason)
-            name = _out_name(src.id)
+            if resuming:
+                resuming = False
+                start_from(shard.index)
+            yield shard
+        if resuming:
+            start_from(replayed)
+        if not journal.entries and not about:  # no document at all: one empty shard says what the router is
+            yield Shard(0, [], 0, _shard_digest(journal.fingerprint, []))
+
+    def start_from(index: int) -> None:
+        index = min(index, len(journal.entries))
+        if jsonl is not None:
+            jsonl.truncate(journal.entries[index - 1]["summary"]["partial_bytes"] if index else 0)
+        journal.start(index)
+
+    def commit(shard: Shard, result: dict) -> None:
+        summary = {"written": 0, "unrouted": [], "problems": [], "names": {}, "stats": result["stats"], "docs": 0,
+                   "bytes": 0, "about": {k: result[k] for k in ("pipelines", "fallback", "lang")}}
+        for doc in result["docs"]:
+            summary["docs"] += 1
+            summary["bytes"] += doc.size
+            if doc.pipeline in (FALLBACK, UNROUTED):
+                summary["unrouted"].append({"input": doc.origin, "id": doc.id, "lang": doc.lang, "how": doc.how,
+                                            "pipeline": doc.pipeline, "reason": doc.reason})
+            if doc.pipeline == UNROUTED:
+                log.error("%s: document %r not redacted (%s): not written", doc.origin, doc.id, doc.reason)
+                continue
+            if doc.pipeline == FALLBACK:
+                log.warning("%s: document %r went to the fallback %r (%s)", doc.origin, doc.id, result["fallback"], doc.reason)
             if output_format != "jsonl":
-                if name in written_from:
-                    _skip(problems, src.origin, f"output name {name!r} already written for {written_from[name]}")
+                taken = written_from.get(doc.name) or summary["names"].get(doc.name)
+                if taken:
+                    problem = {"input": doc.origin, "problem": f"output name {doc.name!r} already written for {taken}"}
+                    summary["problems"].append(problem)
+                    log.error("%s: %s, skipped", problem["input"], problem["problem"])
                     continue
-                written_from[name] = src.origin
-            _write_document(out, output_format, mode, src, routed, name, seed, jsonl, key, demo_key)
-            written += 1
+                summary["names"][doc.name] = doc.origin
+                for relative, content in doc.files:
+                    write_text_atomic(out / relative, content)
+            else:
+                jsonl.write_line(doc.row)
+            summary["written"] += 1
+        if jsonl is not None:
+            jsonl.sync()
+            summary["partial_bytes"] = jsonl.size()
+        add_summary(summary)
+        journal.record(shard.index, shard.digest, summary)
+
+    try:
+        run_shards(ShardTask("redact", _worker_router, _redact_shard, settings), shards(), commit, cluster, state=state)
         if jsonl is not None:
             jsonl.commit()
+        journal.remove()
     except BaseException:
+        journal.close()
         if jsonl is not None and not jsonl.handle.closed:
             jsonl.abort()
         raise
     finally:
         bar.close()
     not_written = sum(1 for u in unrouted if u["pipeline"] == UNROUTED)
-    return {"written": written, "not_written": not_written, "skipped": problems, "unrouted": unrouted,
-            "complete": not problems and not not_written, "router": router.stats.to_dict(),
-            "pipelines": sorted(router.pipelines), "fallback": router.fallback_name, "lang": router.force_lang,
+    router_stats = {k: (v if k == "docs" else dict(v)) for k, v in stats.items()}
+    return {"written": counts["written"], "not_written": not_written, "skipped": problems, "unrouted": unrouted,
+            "complete": not problems and not not_written, "router": router_stats,
+            "pipelines": about.get("pipelines", []), "fallback": about.get("fallback"), "lang": about.get("lang"),
             "mode": mode, "format": output_format}
 
 
-def _write_document(out: Path, output_format: str, mode: str, src: Source, routed: Routed, name: str,
-                    seed: int, jsonl: _JsonlOutput | None, key: bytes | None = None, demo_key: bool = False) -> None:
+def _render_document(settings: RedactSettings, src: Source, routed: Routed, name: str) -> tuple[list[tuple[str, str]], str | None]:
+    """The outputs of one routed document: files (path relative to OUT, content) or one JSONL line."""
+    output_format, mode = settings.output_format, settings.mode
     spans = [(s.start, s.end, s.label) for s in routed.spans]
     shift = len(src.bom)  # output offsets count the BOM, as in the file
     if mode == ANNOTATE:
         if output_format == "brat":
-            write_text_atomic(out / f"{name}.txt", src.bom + src.text)
-            write_text_atomic(out / f"{name}.ann", _brat_ann(src.text, spans, shift))
-        else:
-            record = Record(src.id, routed.lang, src.text,
-                            [Span(s.start, s.end, s.label, {"source": s.source}) for s in routed.spans],
-                            {"pipeline": routed.pipeline, "how": routed.how})
-            jsonl.write(record.to_dict())
-        return
+            return [(f"{name}.txt", src.bom + src.text), (f"{name}.ann", _brat_ann(src.text, spans, shift))], None
+        record = Record(src.id, routed.lang, src.text,
+                        [Span(s.start, s.end, s.label, {"source": s.source}) for s in routed.spans],
+                        {"pipeline": routed.pipeline, "how": routed.how})
+        return [], srsly.json_dumps(record.to_dict())
     surrogate_lang = routed.lang if routed.pipeline != FALLBACK else None
-    redacted, new_spans = redact_text(src.text, spans, mode=mode, lang=surrogate_lang, seed=seed, doc_id=src.id,
-                                      key=key, patient_id=src.patient_id, demo=demo_key)
+    redacted, new_spans = redact_text(src.text, spans, mode=mode, lang=surrogate_lang, seed=settings.seed, doc_id=src.id,
+                                      key=settings.key, patient_id=src.patient_id, demo=settings.demo_key)
     if output_format == "text":
-        write_text_atomic(out / f"{name}.txt", src.bom + redacted)
-    elif output_format == "brat":
-        write_text_atomic(out / f"{name}.txt", src.bom + redacted)
-        write_text_atomic(out / f"{name}.ann", _brat_ann(redacted, new_spans, shift))
-    else:
-        jsonl.write({"id": src.id, "lang": routed.lang, "pipeline": routed.pipeline,
-                     "spans": [{"start": s.start + shift, "end": s.end + shift, "label": s.label, "source": s.source}
-                               for s in routed.spans],
-                     "redacted": src.bom + redacted})
+        return [(f"{name}.txt", src.bom + redacted)], None
+    if output_format == "brat":
+        return [(f"{name}.txt", src.bom + redacted), (f"{name}.ann", _brat_ann(redacted, new_spans, shift))], None
+    return [], srsly.json_dumps({"id": src.id, "lang": routed.lang, "pipeline": routed.pipeline,
+                                 "spans": [{"start": s.start + shift, "end": s.end + shift, "label": s.label, "source": s.source}
+                                           for s in routed.spans],
+                                 "redacted": src.bom + redacted})
 
 
 def _summary(result: dict, out: Path) -> str:
@@ -443,6 +617,10 @@ def redact_command(
                                        "inputs were skipped (missing inputs are skipped too)"),
     report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
+    workers: int = typer.Option(1, "--workers", help="Worker processes: more than 1 starts a local Dask cluster (each "
+                                "loads the pipelines)"),
+    scheduler: str = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786): "
+                                  "redact on its workers (each must have the pipelines installed)"),
 ) -> None:
     """Redact documents with the deid_<lang> pipeline of their language; fail closed (exit 3) on any
     document no pipeline takes or input that cannot be read."""
@@ -454,10 +632,11 @@ def redact_command(
                               fallback=None if fallback == "none" else fallback, lang=lang, seed=seed,
                               batch_size=batch_size, detect_chars=detect_chars, min_confidence=min_confidence,
                               min_letters=min_letters, progress=not quiet, allow_partial=allow_partial,
-                              key=key, demo_key=demo_key, recall_bias=recall_bias)
+                              key=key, demo_key=demo_key, recall_bias=recall_bias,
+                              cluster=ClusterOptions(workers, scheduler))
     except KeyboardInterrupt:
         typer.echo(f"interrupted: the documents finished are in {out}"
-                   + (" (.partial)" if output_format == "jsonl" else ""), err=True)
+                   + (" (.partial)" if output_format == "jsonl" else "") + "; run the same command again to resume", err=True)
         raise typer.Exit(130) from None
     except (RouterError, ValueError, OSError) as err:
         typer.echo(f"error: {err}", err=True)

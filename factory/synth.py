@@ -34,13 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-import typer
 
 from . import PROJECT_ROOT
 from .locale import synth_dir
 from .labels import CANONICAL_LABELS
-from .readers import RawRecord, RawSpan, ReadReport, read_corpus
-from .records import Record, read_yaml_mapping, trim_span, write_text_atomic
+from .readers import RawRecord, RawSpan, ReadReport, read_corpus, register_generated
+from .records import Record, read_yaml_mapping, trim_span
 
 SYNTH_DIR = synth_dir(PROJECT_ROOT)
 DATA_FILES = ("sections.yml", "header.yml", "slots.yml", "lexicon.yml", "clinical.yml", "formats.yml")
@@ -999,27 +998,4 @@ def corpus_report(records: Iterable[Record], data: SynthData | None = None, lang
     return summary.to_dict()
 
 
-def synth(out: str | Path, n: int = 1000, seed: int = 13, lang: str = "es", report: str | Path | None = None) -> dict[str, Any]:
-    """`extract --format synth` with the corpus summary as its report (and the seed): the `factory synth` command."""
-    import srsly
-
-    from .extract import extract
-
-    summary = {**extract(None, "synth", lang, out, n=n, seed=seed)["synth"], "seed": seed, "lang": lang, "out": str(out)}
-    if report:
-        write_text_atomic(report, srsly.json_dumps(summary, indent=2))
-    return summary
-
-
-def synth_command(
-    out: Path = typer.Option(..., "--out", help="Output JSONL of records"),
-    n: int = typer.Option(1000, "--n", help="Number of records"),
-    seed: int = typer.Option(13, "--seed", help="Random seed (same seed, same corpus)"),
-    lang: str = typer.Option("es", "--lang", help="Language of corpora/synth/<lang>/"),
-    report: Path | None = typer.Option(None, "--report", help="Write the corpus report (JSON) here"),
-) -> None:
-    """Generate the embedded synthetic corpus: N clinical notes with gold PHI spans (= extract --format synth)."""
-    import json
-
-    rep = synth(out, n=n, seed=seed, lang=lang, report=report)
-    typer.echo(json.dumps({k: v for k, v in rep.items() if k != "phi_per_kind"}, ensure_ascii=False, indent=1))
+register_generated("synth", read_synth)  # `read_corpus(folder, "synth")` reads this corpus

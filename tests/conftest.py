@@ -245,7 +245,7 @@ def _argos_xdg_env(root: Path) -> dict:
 def argos_home(tmp_path_factory) -> Path:
     """Import argostranslate with its data/config/cache folders in a temp dir (it reads them once, at
     import time), then restore the environment so other tests see theirs unchanged."""
-    from deid_factory.translate import import_argos_with
+    from deid_factory.argos_env import import_argos_with
 
     root = tmp_path_factory.mktemp("argos_home")
     import_argos_with(_argos_xdg_env(root))

@@ -23,7 +23,7 @@ def test_package_layout(argos_packages):
 
 
 def test_copy_model_translates_for_real(argos_home, argos_packages, tmp_path):
-    from deid_factory.translate import ArgosRoute
+    from deid_factory.argos_env import ArgosRoute
 
     route = ArgosRoute.open("es", "en", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1)
     assert route.route == ["es", "en"]
@@ -38,7 +38,7 @@ def test_copy_model_translates_for_real(argos_home, argos_packages, tmp_path):
 
 def test_lossy_package_drops_token_from_position(argos_home, argos_packages, tmp_path):
     from conftest import ARGOS_LOSSY_TERM
-    from deid_factory.translate import ArgosRoute
+    from deid_factory.argos_env import ArgosRoute
 
     route = ArgosRoute.open("en", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "argos", beam_size=1)
     early = f"{ARGOS_LOSSY_TERM} acude hoy."
@@ -72,7 +72,7 @@ def test_test_kit_through_argos_at_each_compute_type(argos_home, argos_packages,
     in int8, through Argos' own sentence splitting, tokenization and decoding."""
     import argostranslate.settings as settings
     from conftest import ARGOS_LOSSY_FROM, ARGOS_LOSSY_TERM
-    from deid_factory.translate import ArgosRoute
+    from deid_factory.argos_env import ArgosRoute
 
     monkeypatch.setattr(settings, "compute_type", settings.compute_type)  # restored after the test
     monkeypatch.delenv("ARGOS_COMPUTE_TYPE", raising=False)

@@ -713,8 +713,10 @@ def test_redact_that_fails_midway_leaves_no_partial_output(tmp_path):
     with pytest.raises(RuntimeError):
         redact_files([folder], out, "jsonl", router=Router({"es": nlp}), progress=False)
     assert out.read_text(encoding="utf-8") == '{"id": "earlier"}\n'  # the earlier output, whole
-    # the documents finished before the failure are kept, whole rows, in redacted.jsonl.partial
-    assert sorted(p.name for p in out.parent.iterdir()) == ["redacted.jsonl", "redacted.jsonl.partial"]
+    # the documents finished before the failure are kept, whole rows, in redacted.jsonl.partial,
+    # and the shards they came in are in the journal a re-run resumes from
+    assert sorted(p.name for p in out.parent.iterdir()) == ["redacted.jsonl", "redacted.jsonl.partial",
+                                                            "redacted.jsonl.redact-journal.jsonl"]
     rows = [json.loads(line) for line in (out.parent / "redacted.jsonl.partial").read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [f"doc-{i:03d}" for i in range(256)]
     assert all(r["redacted"] == ES_NOTE_2.replace("ines.vidal@correo.es", "[EMAIL]") for r in rows)

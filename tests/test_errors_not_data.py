@@ -14,14 +14,9 @@ from typer.testing import CliRunner
 from deid_factory.cli import app
 from deid_factory.placeholders import placeholder_file
 from deid_factory.records import Record, read_records
-from deid_factory.translate import (
-    ENGINE_ERRORS,
-    ArgosRoute,
-    DropRateExceeded,
-    RecordFailed,
-    translate_file,
-    translate_record,
-)
+from deid_factory.argos_env import ArgosRoute
+from deid_factory.translate import ENGINE_ERRORS, RecordFailed, translate_record
+from deid_factory.translate_job import DropRateExceeded, TranslateOptions, translate_file
 
 
 def _placeholders(src: Path, tmp_path: Path) -> Path:
@@ -120,8 +115,8 @@ def test_engine_error_on_one_record_still_drops_it(argos_home, argos_packages, t
     ph = _placeholders(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
     _break_one_record(monkeypatch, ph, "t3", RuntimeError)
-    report = translate_file(ph, out, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
-                            beam_size=1, progress=False)
+    report = translate_file(ph, out, TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False))
     assert report["dropped_by_reason"] == {"error:RuntimeError": 1} and report["kept"] == 4
     assert report["drop_rate"] == 0.2
     assert [json.loads(line)["id"] for line in Path(str(out) + ".dropped.jsonl").read_text().splitlines()] == ["t3"]
@@ -142,8 +137,8 @@ def short_package(tmp_path_factory) -> Path:
 
 def test_real_engine_error_repairs_and_drops(argos_home, short_package, translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path)
-    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=short_package, argos_dir=tmp_path / "argos",
-                            beam_size=1, progress=False)
+    report = translate_file(ph, tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=short_package, argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False))
     assert report["kept"] + report["repaired"] + report["dropped"] == 5
     assert report["repaired"] >= 1 and set(report["repaired_by"]) <= {"sentence", "clause"}
     assert report["dropped"] >= 1 and set(report["dropped_by_reason"]) == {"error:RuntimeError"}
@@ -153,8 +148,8 @@ def test_drop_rate_above_the_threshold_fails_after_writing_the_report(argos_home
     ph = _placeholders(translate_source, tmp_path)
     out, report_path = tmp_path / "tr.jsonl", tmp_path / "report.json"
     with pytest.raises(DropRateExceeded, match="drop rate"):
-        translate_file(ph, out, "es", "fr", packages_dir=short_package, argos_dir=tmp_path / "argos", beam_size=1,
-                       progress=False, report_path=report_path, max_drop_rate=0.05)
+        translate_file(ph, out, TranslateOptions("es", "fr", packages_dir=short_package, argos_dir=tmp_path / "argos", beam_size=1,
+                       progress=False, report_path=report_path, max_drop_rate=0.05))
     report = json.loads(report_path.read_text())
     assert report["drop_rate"] > 0.05 and report["max_drop_rate"] == 0.05
     assert len(list(read_records(out))) == report["kept"] + report["repaired"]  # the output is written too

@@ -27,7 +27,7 @@ from deid_factory.placeholders import placeholder_file
 from deid_factory.records import OutputError, Record, RecordError, append_record, read_records, write_records
 from deid_factory.stats import stats
 from deid_factory.surrogates import surrogate_file
-from deid_factory.translate import translate_file
+from deid_factory.translate_job import TranslateOptions, translate_file
 
 from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
 
@@ -191,7 +191,7 @@ def test_full_disk_during_surrogate_keeps_docbins_records_and_report(faults_sour
     src, phi = faults_source
     work = tmp_path / "work"
     placeholder_file(src, work / "ph.jsonl", "es")
-    translate_file(work / "ph.jsonl", work / "tr.jsonl", "es", "es", progress=False)
+    translate_file(work / "ph.jsonl", work / "tr.jsonl", TranslateOptions("es", "es", progress=False))
     out_dir = tmp_path / "final"
     surrogate_file(work / "tr.jsonl", out_dir, "es", seed=0)
     before = _snapshot(out_dir)
@@ -275,12 +275,12 @@ def test_full_disk_while_translate_appends_keeps_whole_records_and_resumes(fault
     exactly as an uninterrupted run would have."""
     src, phi = faults_source
     full = tmp_path / "uninterrupted.jsonl"
-    translate_file(src, full, "es", "es", progress=False)  # source == target: appended without Argos
+    translate_file(src, full, TranslateOptions("es", "es", progress=False))  # source == target: appended without Argos
     lines = full.read_bytes().splitlines(keepends=True)
     assert len(lines) == 5
     out_dir = tmp_path / "out"
     out = out_dir / "tr.jsonl"
-    translate_file(src, out, "es", "es", progress=False, limit=2)
+    translate_file(src, out, TranslateOptions("es", "es", progress=False, limit=2))
     earlier = out.read_bytes()
     assert earlier == b"".join(lines[:2])
     # room for the third record and half of the fourth
@@ -289,7 +289,7 @@ def test_full_disk_while_translate_appends_keeps_whole_records_and_resumes(fault
     _assert_one_line_error(ret, out, "No space left on device", phi)
     assert out.read_bytes() == b"".join(lines[:3])  # no partial fourth line
     assert sorted(p.name for p in out_dir.iterdir()) == ["tr.jsonl"]
-    report = translate_file(src, out, "es", "es", progress=False)
+    report = translate_file(src, out, TranslateOptions("es", "es", progress=False))
     assert report["resumed_from"] == 3
     assert out.read_bytes() == full.read_bytes()
 
@@ -350,7 +350,7 @@ def faults_translated(faults_source, tmp_path) -> dict[str, Path]:
     src, _ = faults_source
     work = tmp_path / "work"
     placeholder_file(src, work / "ph.jsonl", "es")
-    translate_file(work / "ph.jsonl", work / "tr.jsonl", "es", "es", progress=False)
+    translate_file(work / "ph.jsonl", work / "tr.jsonl", TranslateOptions("es", "es", progress=False))
     return {"tr": work / "tr.jsonl"}
 
 

@@ -78,7 +78,7 @@ def test_factory_root_selects_the_project_of_the_locale(tmp_path):
     """`factory --root` (DEID_FACTORY_ROOT) is where Locale.load looks, in the processes it starts."""
     root = _tmp_project(tmp_path / "proj")
     code = ("import deid_factory; deid_factory.use_project_root(__import__('sys').argv[1]); "
-            "from deid_factory.locale import Locale; from deid_factory.translate import pivot_of; "
+            "from deid_factory.locale import Locale; from deid_factory.argos_env import pivot_of; "
             "print(Locale.load('xx').folder, Locale.find('fr'), pivot_of('xx'))")
     env = {k: v for k, v in os.environ.items() if k != deid_factory.ROOT_ENV}
     out = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, env=env,

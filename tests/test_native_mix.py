@@ -10,7 +10,8 @@ import pytest
 from deid_factory.extract import extract
 from deid_factory.placeholders import placeholder_file
 from deid_factory.records import Record, Span, read_records, write_records
-from deid_factory.translate import RouteMissing, translate_file
+from deid_factory.argos_env import RouteMissing
+from deid_factory.translate_job import TranslateOptions, translate_file
 
 
 def _source(tmp_path, lang: str = "fr", n: int = 4):
@@ -52,10 +53,10 @@ def test_translate_passes_native_records_through_and_skips_without_a_route(tmp_p
     empty = tmp_path / "no_packages"
     empty.mkdir()
     with pytest.raises(RouteMissing):
-        translate_file(tmp_path / "ph.jsonl", tmp_path / "fail.jsonl", "fr", "es", packages_dir=empty,
-                       argos_dir=tmp_path / "argos", progress=False)
-    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "fr", "es", packages_dir=empty,
-                            argos_dir=tmp_path / "argos", progress=False, if_no_route="skip")
+        translate_file(tmp_path / "ph.jsonl", tmp_path / "fail.jsonl", TranslateOptions("fr", "es", packages_dir=empty,
+                       argos_dir=tmp_path / "argos", progress=False))
+    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("fr", "es", packages_dir=empty,
+                            argos_dir=tmp_path / "argos", progress=False, if_no_route="skip"))
     out = list(read_records(tmp_path / "tr.jsonl"))
     assert report["skipped_no_route"] == 4 and report["native_passed_through"] == 4
     assert "translate-fr_es" in report["no_route"] or "translate-fr_en" in report["no_route"]
@@ -95,8 +96,8 @@ def test_native_records_pass_through_an_installed_route(argos_home, argos_packag
     fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {"native_synth": True})
     write_records(tmp_path / "mixed.jsonl", [*es, fr])
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "fr")
-    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"],
-                            argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"],
+                            argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     out = {r.id: r for r in read_records(tmp_path / "tr.jsonl")}
     assert report["route"] == ["es", "en", "fr"] and report["native_passed_through"] == 1
     assert out["fr-0"].meta["translation"]["reason"] == "already in the target language"

@@ -12,7 +12,8 @@ import yaml
 
 from deid_factory.records import read_records, validate_record
 from deid_runtime.validators import VALIDATORS
-from deid_factory.synth import SYNTH_DIR, SynthData, SynthError, corpus_report, generate_records, synth
+from deid_factory.extract import synth
+from deid_factory.synth import SYNTH_DIR, SynthData, SynthError, corpus_report, generate_records
 
 LABELS = {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
 

@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 from deid_factory.cli import app
 from deid_factory.placeholders import load_inventory, placeholder_file, placeholderize
 from deid_factory.records import Record, Span, read_records, write_records
-from deid_factory.translate import no_network, split_chunks, translate_file
+from deid_factory.netguard import no_network
+from deid_factory.translate import split_chunks
+from deid_factory.translate_job import TranslateOptions, translate_file
 
 
 def _placeholders(src: Path, tmp_path: Path, target: str = "fr") -> Path:
@@ -29,8 +31,8 @@ def _placeholders(src: Path, tmp_path: Path, target: str = "fr") -> Path:
 def test_pivot_route_keeps_pivot_text_and_exact_spans(argos_home, argos_packages, translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
-    report = translate_file(ph, out, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
-                            beam_size=1, progress=False, report_path=tmp_path / "r.json")
+    report = translate_file(ph, out, TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False, report_path=tmp_path / "r.json"))
     assert report["route"] == ["es", "en", "fr"]
     assert (report["kept"], report["repaired"], report["dropped"]) == (5, 0, 0)
     assert report["placeholder_survival_first_attempt"] == 1.0
@@ -49,7 +51,7 @@ def test_no_clinical_text_in_logs(argos_home, argos_packages, translate_source, 
 
     caplog.set_level(logging.DEBUG)
     ph = _placeholders(translate_source, tmp_path)
-    translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    translate_file(ph, tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     logged = "\n".join(r.getMessage() for r in caplog.records)
     for rec in read_records(ph):
         for sentence in rec.text.split("."):
@@ -64,7 +66,7 @@ def test_direct_route_preferred(argos_home, argos_packages, translate_source, tm
     for d in ("pivot", "direct"):
         for f in argos_packages[d].glob("*.argosmodel"):
             (both / f.name).write_bytes(f.read_bytes())
-    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=both, argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=both, argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     assert report["route"] == ["es", "fr"]
     assert all("pivot_text" not in r.meta for r in read_records(tmp_path / "tr.jsonl"))
 
@@ -87,8 +89,8 @@ def test_same_language_passes_through_without_argos(translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path, "es")
     out = tmp_path / "tr.jsonl"
     code = (
-        "import sys; from deid_factory.translate import translate_file;"
-        f"r = translate_file({str(ph)!r}, {str(out)!r}, 'es', 'es', progress=False);"
+        "import sys; from deid_factory.translate_job import TranslateOptions, translate_file;"
+        f"r = translate_file({str(ph)!r}, {str(out)!r}, TranslateOptions('es', 'es', progress=False));"
         "assert 'argostranslate' not in sys.modules and 'ctranslate2' not in sys.modules; print(r['kept'])"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -134,7 +136,7 @@ def test_lossy_route_repairs_and_drops(argos_home, argos_packages, tmp_path):
     ph = _lossy_records(tmp_path)
     assert all(ARGOS_LOSSY_TERM in r.text for r in read_records(ph) if r.id != "noname")
     out = tmp_path / "tr.jsonl"
-    report = translate_file(ph, out, "es", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, out, TranslateOptions("es", "fr", packages_dir=argos_packages["lossy"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     assert report["kept"] == 2 and report["repaired"] == 1 and report["repaired_by"] == {"clause": 1}
     assert report["dropped"] == 1 and report["dropped_by_reason"] == {"missing": 1}
     kept = {r.id: r for r in read_records(out)}
@@ -148,7 +150,7 @@ def test_lossy_route_repairs_and_drops(argos_home, argos_packages, tmp_path):
 
 def test_lossy_pivot_is_reported_at_pivot(argos_home, argos_packages, tmp_path):
     ph = _lossy_records(tmp_path)
-    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["lossy_pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=argos_packages["lossy_pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     assert report["dropped_by_reason"] == {"missing_at_pivot": 3}
     assert report["kept"] == 1
 
@@ -224,8 +226,8 @@ def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, t
 def test_two_workers_same_output(argos_env, argos_packages, translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path)
     one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
-    translate_file(ph, one, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
-    report = translate_file(ph, two, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False, workers=2)
+    translate_file(ph, one, TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
+    report = translate_file(ph, two, TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False, workers=2))
     assert report["kept"] == 5
     assert one.read_text() == two.read_text()
 
@@ -257,8 +259,8 @@ def test_whole_stage_offline_with_sockets_blocked(target, argos_home, argos_pack
 
     ph = _placeholders(translate_source, tmp_path, target)
     tr = tmp_path / "tr.jsonl"
-    report = translate_file(ph, tr, "es", target, packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
-                            beam_size=1, progress=False, allow_network=True)
+    report = translate_file(ph, tr, TranslateOptions("es", target, packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos",
+                            beam_size=1, progress=False, allow_network=True))
     assert report["route"] == (["es", "en", "fr"] if target == "fr" else ["es", "en"])
     out = tmp_path / "final"
     sreport = surrogate_file(tr, out, target, seed=0)
@@ -284,17 +286,17 @@ def test_resume_redoes_records_whose_input_changed(argos_home, argos_packages, t
     ph = _placeholders(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
     kw = dict(packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
-    first = translate_file(ph, out, "es", "fr", limit=3, **kw)
+    first = translate_file(ph, out, TranslateOptions("es", "fr", limit=3, **kw))
     assert first["kept"] == 3 and first["resumed_from"] == 0
     records = list(read_records(ph))
     records[0].text = records[0].text.replace("Paciente", "Enfermo", 1)
     for span in records[0].spans:  # same length shift for every span after the edit
         span.start, span.end = span.start - 1, span.end - 1
     write_records(ph, records)
-    second = translate_file(ph, out, "es", "fr", **kw)
+    second = translate_file(ph, out, TranslateOptions("es", "fr", **kw))
     assert second["resumed_from"] == 2 and second["kept"] == 5
     fresh = tmp_path / "fresh.jsonl"
-    translate_file(ph, fresh, "es", "fr", **kw)
+    translate_file(ph, fresh, TranslateOptions("es", "fr", **kw))
     assert sorted(out.read_text().splitlines()) == sorted(fresh.read_text().splitlines())
 
 
@@ -316,7 +318,7 @@ def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     write_records(src, itertools.islice(read_corpus(MEDDOCAN, "brat", "meddocan", "es"), 12))
     ph = _placeholders(src, tmp_path)
     tr = tmp_path / "tr.jsonl"
-    report = translate_file(ph, tr, "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, tr, TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     assert report["kept"] + report["repaired"] + report["dropped"] == report["records_in"] == 12
     # Every record comes through; a few hold sentences longer than the copy model's 320 positions
     # (CTranslate2 raises), and the sentence/clause retry repairs them.
@@ -427,5 +429,5 @@ def test_report_names_the_route_the_inventory_was_calibrated_for(argos_home, arg
     inv.write_text(yaml.safe_dump(raw, allow_unicode=True))
     ph = tmp_path / "ph.jsonl"
     placeholder_file(translate_source, ph, "fr", inventory_file=inv)
-    report = translate_file(ph, tmp_path / "tr.jsonl", "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False)
+    report = translate_file(ph, tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False))
     assert report["route"] == ["es", "en", "fr"] and report["inventory_calibrated_route"] == ["es", "fr"]

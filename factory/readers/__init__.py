@@ -178,6 +178,17 @@ def normalize(raw: RawRecord, lang: str, label_map: dict[str, str | None] | None
     return record
 
 
+_GENERATED_READERS: dict[str, Callable[..., Iterator[RawRecord]]] = {}
+
+
+def register_generated(fmt: str, reader: Callable[..., Iterator[RawRecord]]) -> None:
+    """The reader of a generated corpus format, given by the module that generates it (synth.py
+    depends on the readers' record types, so the readers do not import it back)."""
+    if fmt not in GENERATED_FORMATS:
+        raise ValueError(f"{fmt!r} is not a generated corpus format ({', '.join(GENERATED_FORMATS)})")
+    _GENERATED_READERS[fmt] = reader
+
+
 def _reader(fmt: str) -> Callable[..., Iterator[RawRecord]]:
     if fmt == "brat":
         from .brat import read_brat
@@ -195,10 +206,10 @@ def _reader(fmt: str) -> Callable[..., Iterator[RawRecord]]:
         from .i2b2 import read_i2b2
 
         return read_i2b2
-    if fmt == "synth":
-        from ..synth import read_synth
-
-        return read_synth
+    if fmt in GENERATED_FORMATS:
+        if fmt not in _GENERATED_READERS:  # the generator registers itself when imported (synth.py)
+            raise ValueError(f"corpus format {fmt!r}: its generator is not loaded (import deid_factory.synth first)")
+        return _GENERATED_READERS[fmt]
     raise ValueError(f"unknown corpus format {fmt!r} (one of {', '.join(FORMATS)})")
 
 
@@ -286,5 +297,5 @@ def record_id_from(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-__all__ = ["FORMATS", "GENERATED_FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "iter_raw", "iter_files", "guess_format",
+__all__ = ["FORMATS", "GENERATED_FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "register_generated", "iter_raw", "iter_files", "guess_format",
            "check_language", "strip_bom", "unreadable"]

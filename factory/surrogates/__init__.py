@@ -28,8 +28,9 @@ import yaml
 
 from .. import PROJECT_ROOT
 from ..locale import Locale, LocaleError
-from ..placeholders import _write_json, find_placeholders
-from ..records import Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_records
+from ..placeholders import find_placeholders, without_placeholder_text
+from ..records import (Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_json_atomic,
+                       write_records)
 from deid_runtime import ids
 from deid_runtime import surrogates as engine
 from deid_runtime.surrogates import dates, values
@@ -218,7 +219,7 @@ class Generator:
             self.stats["labels"][span.label] += 1
         pieces.append(record.text[cursor:])
         text = "".join(pieces)
-        meta = {k: v for k, v in record.meta.items() if k != "placeholder_text"}
+        meta = without_placeholder_text(record.meta)
         meta["surrogates"] = {"seed": self.seed, "target": self.target, "one_casing_per_record": self.one_casing_per_record}
         out = Record(record.id, record.lang or self.target, text, new_spans, meta)
         # Verify before keeping: each span is exactly the surrogate written there, boundaries are clean.
@@ -365,7 +366,7 @@ def surrogate_file(
                        "dev_path": str(dev_path) if dev_path else None,
                        "test_is_dev": bool(originals is not None and dev_path and dev_records)})
         report["records_out"] = len(final)
-        _write_json(out_dir / "report.json", report)
+        write_json_atomic(out_dir / "report.json", report)
     return report
 
 

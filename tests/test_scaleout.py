@@ -1,0 +1,223 @@
+"""Scale-out on Dask (factory/scaleout.py) for `factory redact`: a local cluster of 2 worker processes
+gives the bytes of the in-process run; a worker killed mid-run loses nothing (its shards run again);
+a client killed mid-run resumes from its journal to the same bytes, no document written twice or lost.
+(`factory translate --workers 2` on the same module: tests/test_translate.py.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from deid_factory import redact_cli
+from deid_factory.redact_cli import journal_path, redact_files
+from deid_factory.scaleout import ClusterOptions, ShardFailed, ShardTask, run_shards, shards_of
+
+KEY = b"a test key of 32 bytes, not used"
+NOTE = ("Paciente de {age} años que acude a consulta de control. Teléfono de contacto 6{phone:08d}, "
+        "correo paciente{i}@correo.es. Refiere dolor abdominal desde hace {age} días, sin fiebre.\n")
+
+
+@pytest.fixture(scope="module")
+def es_pipeline(tmp_path_factory) -> Path:
+    """A small deid pipeline folder (es regex pack + merger) that worker processes load by path."""
+    import spacy
+
+    from deid_factory.package import default_pack_dir
+    from deid_runtime import merger, pack_component  # noqa: F401
+    from deid_runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank("es")
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(default_pack_dir("es"))
+    nlp.add_pipe("deid_merger")
+    path = tmp_path_factory.mktemp("pipe") / "deid_es_small"
+    nlp.to_disk(path)
+    return path
+
+
+def _notes(tmp_path: Path, n: int) -> Path:
+    records = tmp_path / "notes.jsonl"
+    with records.open("w", encoding="utf-8") as handle:
+        for i in range(n):
+            text = NOTE.format(age=20 + i % 60, phone=12345678 + i, i=i) * (1 + i % 3)
+            handle.write(json.dumps({"id": f"n{i:04d}", "text": text, "patient_id": f"p{i % 7}"}, ensure_ascii=False) + "\n")
+    return records
+
+
+def _redact(notes: Path, out: Path, pipeline: Path, cluster: ClusterOptions | None = None, fmt: str = "jsonl") -> dict:
+    return redact_files([notes], out, fmt, "surrogate", pipelines=[str(pipeline)], lang="es", key=KEY, progress=False,
+                        cluster=cluster)
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    """One local cluster of 2 worker processes for the tests that do not test starting one."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture()
+def small_shards(monkeypatch):
+    """Shards of 2 documents: many shards, so that a run is still going when a process is killed."""
+    monkeypatch.setattr(redact_cli, "DOCS_PER_SHARD", 2)
+
+
+def _wait_for_journal(path: Path, shards: int, timeout: float = 60) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if path.exists():
+            committed = path.read_bytes().count(b"\n") - 1  # the first line is the run's fingerprint
+            if committed >= shards:
+                return committed
+        time.sleep(0.005)
+    raise AssertionError(f"{path}: fewer than {shards} shards committed in {timeout} s")
+
+
+def test_two_local_workers_write_the_bytes_of_one_process(es_pipeline, tmp_path):
+    notes = _notes(tmp_path, 120)
+    one = _redact(notes, tmp_path / "one.jsonl", es_pipeline)
+    two = _redact(notes, tmp_path / "two.jsonl", es_pipeline, ClusterOptions(workers=2))
+    assert (tmp_path / "two.jsonl").read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    assert one == two and two["written"] == 120 and two["router"]["docs"] == 120
+    assert not journal_path(tmp_path / "two.jsonl").exists()  # a complete run leaves nothing to resume
+
+def test_text_output_on_a_running_cluster(es_pipeline, tmp_path, dask_cluster):
+    notes = _notes(tmp_path, 60)
+    _redact(notes, tmp_path / "t1", es_pipeline, fmt="text")
+    _redact(notes, tmp_path / "t2", es_pipeline, ClusterOptions(scheduler=dask_cluster.scheduler_address), fmt="text")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "t1").iterdir()} == {p.name: p.read_bytes() for p in (tmp_path / "t2").iterdir()}
+
+
+def test_a_worker_killed_mid_run_loses_no_document(es_pipeline, tmp_path, small_shards, dask_cluster):
+    from distributed import Client
+
+    notes = _notes(tmp_path, 400)
+    _redact(notes, tmp_path / "one.jsonl", es_pipeline)
+    out = tmp_path / "two.jsonl"
+    cluster = dask_cluster
+    with Client(cluster) as client:
+        pids = client.run(os.getpid)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                _redact(notes, out, es_pipeline, ClusterOptions(scheduler=cluster.scheduler_address))
+            except BaseException as err:  # noqa: BLE001 - reported by the assertion below
+                errors.append(err)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        committed = _wait_for_journal(journal_path(out), 3)
+        victim = sorted(pids)[0]
+        os.kill(pids[victim], signal.SIGKILL)  # the nanny starts a new worker; its shards run again
+        thread.join(timeout=120)
+    assert not errors, errors
+    assert committed < 200, "the run was over before the worker was killed"
+    assert out.read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert ids == [f"n{i:04d}" for i in range(400)]
+
+
+def test_a_killed_client_resumes_to_the_same_bytes(es_pipeline, tmp_path):
+    notes = _notes(tmp_path, 300)
+    _redact(notes, tmp_path / "one.jsonl", es_pipeline)
+    out = tmp_path / "two.jsonl"
+    # the CLI with shards of 2 documents (a setting of the run: the resumed run uses the same)
+    code = ("import sys; from deid_factory import redact_cli; redact_cli.DOCS_PER_SHARD = 2; "
+            "from deid_factory.cli import main; sys.argv = ['factory'] + sys.argv[1:]; main()")
+    key_file = tmp_path / "key"
+    key_file.write_bytes(KEY)
+    args = [sys.executable, "-c", code, "redact", str(notes), "--out", str(out), "--format", "jsonl", "--mode", "surrogate",
+            "--key-file", str(key_file), "--pipelines", str(es_pipeline), "--lang", "es", "--quiet", "--workers", "2"]
+    # its own session: the kill takes the client and its local cluster's processes, as a crash would
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        committed = _wait_for_journal(journal_path(out), 5, timeout=120)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    partial = out.with_name(out.name + ".partial")
+    assert not out.exists() and partial.exists() and 5 <= committed < 150
+    with partial.open("a", encoding="utf-8") as handle:  # a torn row, as a kill in the middle of a write leaves
+        handle.write('{"id": "torn", "reda')
+    resumed = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr
+    assert out.read_bytes() == (tmp_path / "one.jsonl").read_bytes()
+    ids = [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert ids == [f"n{i:04d}" for i in range(300)]  # none twice, none lost
+    assert not partial.exists() and not journal_path(out).exists()
+    assert "paciente1@correo.es" not in resumed.stderr + resumed.stdout
+
+
+def test_a_changed_input_is_redone_not_resumed(es_pipeline, tmp_path, small_shards, monkeypatch):
+    notes = _notes(tmp_path, 40)
+    out = tmp_path / "out.jsonl"
+
+    calls = {"n": 0}
+    real_record = redact_cli.ShardJournal.record
+
+    def record(self, index, digest, summary):
+        real_record(self, index, digest, summary)
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(redact_cli.ShardJournal, "record", record)
+    with pytest.raises(KeyboardInterrupt):
+        _redact(notes, out, es_pipeline)
+    monkeypatch.setattr(redact_cli.ShardJournal, "record", real_record)
+    # the 3rd note changes: shard 0 is kept, shard 1 (notes 2-3) and all after it are redone
+    lines = notes.read_text(encoding="utf-8").splitlines()
+    changed = json.loads(lines[2])
+    changed["text"] = changed["text"].replace("dolor abdominal", "cefalea")
+    lines[2] = json.dumps(changed, ensure_ascii=False)
+    notes.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = _redact(notes, out, es_pipeline)
+    _redact(notes, tmp_path / "fresh.jsonl", es_pipeline)
+    assert out.read_bytes() == (tmp_path / "fresh.jsonl").read_bytes()
+    assert report["written"] == 40 and report["router"]["docs"] == 40
+
+
+def _setup(config):
+    return config
+
+
+def _fail_on_shard(state, payload):
+    if payload == [["secret text"]]:
+        raise ValueError("secret text")  # an error message holding PHI
+    return payload
+
+
+def test_a_failing_task_tells_its_shard_and_type_never_its_message(capfd, dask_cluster):
+    import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
+    try:
+        task = ShardTask("test", _setup, _fail_on_shard, {"x": 1})
+        with pytest.raises(ShardFailed) as caught:
+            run_shards(task, shards_of([["fine"], ["secret text"]], 1), lambda s, r: None,
+                       ClusterOptions(scheduler=dask_cluster.scheduler_address))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert str(caught.value) == "shard 1: ValueError"
+    out, err = capfd.readouterr()
+    assert "secret text" not in out + err  # neither the task's arguments nor its message reached a log
+    # in this process, the same loop raises the error itself (nothing is logged either)
+    with pytest.raises(ValueError):
+        run_shards(task, shards_of([["fine"], ["secret text"]], 1), lambda s, r: None)
+
+
+def test_shards_are_consecutive_and_bounded():
+    shards = list(shards_of(range(7), 3))
+    assert [(s.index, s.payload) for s in shards] == [(0, [0, 1, 2]), (1, [3, 4, 5]), (2, [6])]
+    heavy = list(shards_of(["a" * 5, "b", "c" * 9, "d"], 10, len, 6))
+    assert [s.payload for s in heavy] == [["aaaaa", "b"], ["ccccccccc"], ["d"]]
