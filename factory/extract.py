@@ -64,7 +64,7 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
             yield record
 
     chosen = list(checked(records))
-    if generated and (target is None or target == lang):
+    if generated and target == lang:
         # Written by the target language's own synthetic corpus: nothing to translate, so the
         # corpus thresholds (which protect machine translation) pass it whole, and the surrogate
         # stage keeps the values the generator wrote (surrogates.surrogate_file).

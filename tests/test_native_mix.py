@@ -115,8 +115,8 @@ def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tm
     extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
     (tmp_path / "pk").mkdir()
-    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "fr", "es", packages_dir=tmp_path / "pk",
-                   argos_dir=tmp_path / "argos", progress=False, if_no_route="skip")
+    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("fr", "es", packages_dir=tmp_path / "pk",
+                   argos_dir=tmp_path / "argos", progress=False, if_no_route="skip"))
     generated = {r.id: r for r in read_records(tmp_path / "mixed.jsonl") if r.meta.get("native_synth")}
     assert len(generated) == 6
 
@@ -140,7 +140,7 @@ def test_a_same_language_synthetic_build_keeps_the_generated_values(tmp_path):
 
     extract("-", "synth", "es", tmp_path / "ex.jsonl", n=8, seed=3, target="es")
     placeholder_file(tmp_path / "ex.jsonl", tmp_path / "ph.jsonl", "es")
-    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", "es", "es", progress=False)
+    translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("es", "es", progress=False))
     report = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final", "es", seed=1, splits="1,0,0",
                             generated=tmp_path / "ex.jsonl", source_lang="es")
     originals = {r.id: r.text for r in read_records(tmp_path / "ex.jsonl")}
