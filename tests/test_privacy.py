@@ -29,7 +29,7 @@ import pytest
 
 from deid_factory.cli import app
 from deid_factory.records import Record, Span, read_records, write_records
-from faultkit import network_namespace_prefix
+import faultkit
 
 NETWORK_GUARD_SITECUSTOMIZE = r'''
 import errno
@@ -102,7 +102,7 @@ def network_isolation(tmp_path: Path, env: dict | None = None) -> tuple[list[str
     from conftest import require_or_fallback
 
     env, attempts = network_guard_env(tmp_path, env)
-    prefix = network_namespace_prefix()
+    prefix = faultkit.network_namespace_prefix()
     if prefix is None:
         require_or_fallback("netns", "no network namespace can be made here (unshare -n and unshare -rn refused)",
                             "the runs are offline under the Python socket guard only")
