@@ -32,9 +32,9 @@ def _copy_project(lang: str, root: Path) -> Path:
     return dst
 
 
-def _weasel(args, cwd, env, prefix):
-    """Run a workflow (through prefix: the network namespace); return all it printed (stdout +
-    stderr, read by the PHI check)."""
+def _weasel(args, cwd, env, prefix=()):
+    """Run a workflow (through prefix: network_isolation's namespace, where given); return all it
+    printed (stdout + stderr, read by the PHI check)."""
     ret = subprocess.run([*prefix, sys.executable, "-m", "spacy", "project", "run", *args], cwd=cwd, env=env,
                          capture_output=True, text=True, timeout=900)
     assert ret.returncode == 0, (ret.stdout[-4000:], ret.stderr[-4000:])
