@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import shutil
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -171,6 +173,15 @@ def writes_to(path: str | Path) -> Iterator[None]:
     try:
         yield
     except OutputError:
+        raise
+    except shutil.Error as err:
+        # shutil.copytree (spaCy copies model-last to model-best with it) gathers the failure of each
+        # file as (src, dst, "[Errno N] reason: ...") strings and raises them together, errno unset
+        failures = err.args[0] if err.args and isinstance(err.args[0], list) else []
+        found = {int(m[1]) for *_, why in failures for m in [re.match(r"\[Errno (\d+)\]", str(why))] if m}
+        write_only = sorted(found & _WRITE_ONLY_ERRNOS)
+        if write_only:
+            raise OutputError(path, OSError(write_only[0], os.strerror(write_only[0]))) from None
         raise
     except OSError as err:
         if err.errno in _WRITE_ONLY_ERRNOS:

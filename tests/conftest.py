@@ -37,13 +37,19 @@ def hypothesis_examples(n: int) -> int:
 
 # ----------------------------------------------------------------------------- DEID_REQUIRE
 # Some skips hide a README claim when the machine cannot check it: the tests on ../shared (MEDDOCAN),
-# the clean-venv wheel test, the unwritable-folder tests. DEID_REQUIRE (comma-separated kinds, set by
-# .ci/run) turns the skips of the kinds it names into failures, so CI cannot pass with a claim
-# untested. The other skips (no /proc, no /dev/full: not Linux) stay skips whatever it says.
+# the clean-venv wheel test, the unwritable-folder tests; some fallbacks weaken one (a Python-level
+# full disk instead of a tmpfs, the Python socket guard alone instead of a network namespace).
+# DEID_REQUIRE (comma-separated kinds, set by .ci/run) turns the skips and fallbacks of the kinds it
+# names into failures, so CI cannot pass with a claim untested. The other skips (no /proc, no
+# /dev/full: not Linux) stay skips whatever it says.
 REQUIRE_KINDS = {
     "shared": "../shared/corpora (MEDDOCAN) is present",
     "wheel": "the deid_<lang> wheel installs into a fresh virtual environment without deid_factory",
     "unwritable": "a folder can be made unwritable to the stage under test (also as root)",
+    "tmpfs": "a size-limited tmpfs can be mounted in a private mount namespace (unshare -m, or -rm), so the "
+             "full-disk tests get ENOSPC from the kernel, not from the Python-level byte budget",
+    "netns": "a network namespace with loopback only can be made (unshare -n, or -rn), so the end-to-end "
+             "builds and the router run where the kernel has no route out, not only under the Python socket guard",
 }
 DEID_REQUIRE = {k.strip() for k in os.environ.get("DEID_REQUIRE", "").split(",") if k.strip()}
 _UNKNOWN_REQUIRE = sorted(DEID_REQUIRE - set(REQUIRE_KINDS))
@@ -62,6 +68,19 @@ def require_or_skip(kind: str, reason: str) -> None:
         pytest.fail(f"{reason} - and DEID_REQUIRE={','.join(sorted(DEID_REQUIRE))} requires that "
                     f"{REQUIRE_KINDS[kind]}", pytrace=False)
     pytest.skip(f"{reason} (DEID_REQUIRE={kind} would fail this)")
+
+
+def require_or_fallback(kind: str, reason: str, fallback: str) -> None:
+    """Go on with a weaker fallback (a warning in the test summary says which), or fail when
+    DEID_REQUIRE names `kind` (CI sets it)."""
+    import warnings
+
+    if kind not in REQUIRE_KINDS:
+        raise ValueError(f"unknown require kind {kind!r}; known: {sorted(REQUIRE_KINDS)}")
+    if kind in DEID_REQUIRE:
+        pytest.fail(f"{reason} - and DEID_REQUIRE={','.join(sorted(DEID_REQUIRE))} requires that "
+                    f"{REQUIRE_KINDS[kind]}", pytrace=False)
+    warnings.warn(f"{reason}: {fallback} (DEID_REQUIRE={kind} would fail this)", stacklevel=2)
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -3,8 +3,10 @@ build through the es->en->fr pivot with test-built copy-model Argos packages. Ea
 language project (and regex pack) into a temporary tree so the checkout stays clean, and installs
 the wheel into a temporary --target (PIP_TARGET) instead of the test environment.
 
-Both builds run with every network socket blocked in every process (tests/test_privacy.py's socket
-guard), and everything they print or log is searched for the PHI strings of their input corpus."""
+The builds, and the loading of the wheel they installed, run with no network (tests/test_privacy.py's
+network_isolation: a network namespace with loopback only where the kernel allows it, and the Python
+socket guard, which logs any attempt, in every process), and everything they print or log is searched
+for the PHI strings of their input corpus."""
 
 import json
 import os
@@ -16,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from deid_factory import PROJECT_ROOT
-from test_privacy import assert_guard_active, leaked_phi, network_guard_env, phi_strings
+from test_privacy import assert_guard_active, assert_kernel_has_no_route_out, leaked_phi, network_isolation, phi_strings
 
 pytestmark = pytest.mark.slow
 SMALL = ["--vars.n_records", "40", "--vars.max_epochs", "2", "--vars.patience", "2"]
@@ -30,20 +32,23 @@ def _copy_project(lang: str, root: Path) -> Path:
     return dst
 
 
-def _weasel(args, cwd, env):
-    """Run a workflow; return all it printed (stdout + stderr, read by the PHI check)."""
-    ret = subprocess.run([sys.executable, "-m", "spacy", "project", "run", *args], cwd=cwd, env=env,
+def _weasel(args, cwd, env, prefix=()):
+    """Run a workflow (through prefix: network_isolation's namespace, where given); return all it
+    printed (stdout + stderr, read by the PHI check)."""
+    ret = subprocess.run([*prefix, sys.executable, "-m", "spacy", "project", "run", *args], cwd=cwd, env=env,
                          capture_output=True, text=True, timeout=900)
     assert ret.returncode == 0, (ret.stdout[-4000:], ret.stderr[-4000:])
     return ret.stdout + ret.stderr
 
 
-def _check_offline_and_no_phi_logged(project: Path, printed: str, env: dict, attempts: Path) -> None:
-    """No process of the build even tried the network (and the guard was really there), and no PHI
-    string of the extracted corpus is in what the build printed, in a log file it wrote, or in a
-    stage report / metrics file (those are shared freely, unlike the corpus files themselves)."""
+def _check_offline_and_no_phi_logged(project: Path, printed: str, env: dict, attempts: Path, prefix: list) -> None:
+    """No process of the build even tried the network (and the guard was really there, and so was the
+    kernel's namespace), and no PHI string of the extracted corpus is in what the build printed, in a
+    log file it wrote, or in a stage report / metrics file (those are shared freely, unlike the
+    corpus files themselves)."""
     assert not attempts.exists(), attempts.read_text()
     assert_guard_active(env, attempts)
+    assert_kernel_has_no_route_out(prefix, env)
     phi = phi_strings(project / "corpus" / "extracted.jsonl")
     assert len(phi) >= 20  # the check has something to find
     logs = [p for p in project.rglob("*") if p.is_file() and (p.suffix == ".log" or p.name == "log.jsonl")]
@@ -54,13 +59,17 @@ def _check_offline_and_no_phi_logged(project: Path, printed: str, env: dict, att
     assert leaked_phi(phi, "\n".join(texts)) == []
 
 
-def _load_installed(site: Path, name: str, text: str, cwd: Path) -> list:
+def _load_installed(site: Path, name: str, text: str, cwd: Path, env: dict, prefix: list, attempts: Path) -> list:
+    """Load the installed wheel and tag text, offline as the build (same prefix, and the guard on
+    PYTHONPATH ahead of the install folder); nothing tries the network."""
     code = ("import json,sys,spacy; nlp=spacy.load(sys.argv[1]); d=nlp(sys.argv[2]); "
             "print(json.dumps([[e.start_char,e.end_char,e.label_] for e in d.ents]))")
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    ret = subprocess.run([sys.executable, "-c", code, name, text], capture_output=True, text=True, env=env,
+    guarded = {**env, "PYTHONPATH": os.pathsep.join([env["PYTHONPATH"], str(site)])}
+    logged = attempts.read_text() if attempts.exists() else ""  # assert_guard_active's own probe, if it ran
+    ret = subprocess.run([*prefix, sys.executable, "-c", code, name, text], capture_output=True, text=True, env=guarded,
                          cwd=cwd, timeout=300)
     assert ret.returncode == 0, ret.stderr[-3000:]
+    assert (attempts.read_text() if attempts.exists() else "") == logged, "loading the wheel tried the network"
     return json.loads(ret.stdout.strip().splitlines()[-1])
 
 
@@ -77,11 +86,11 @@ def _check_build(project: Path, lang: str):
 def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     project = _copy_project("es", tmp_path)
     site = tmp_path / "site"
-    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
-    printed = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env)
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    printed = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env, prefix=prefix)
     _check_build(project, "es")
     text = "Paciente Marta Gil Romero ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
-    ents = _load_installed(site, "deid_es", text, tmp_path)
+    ents = _load_installed(site, "deid_es", text, tmp_path, env, prefix, attempts)
     assert {"DATE", "ID"} <= {lab for _, _, lab in ents}
     # the phone is redacted (a 2-epoch tagger may put an NER-first label on it, which outranks an
     # unvalidated regex match; the label is not what leaks)
@@ -89,9 +98,9 @@ def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     covered = {i for s, e, _ in ents for i in range(s, e)}
     assert all(i in covered for i in range(phone, phone + len("612 345 678")) if text[i] != " "), ents
     # nothing changed: the expensive stages are skipped
-    out = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env)
+    out = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env, prefix=prefix)
     assert "Skipping 'train'" in out and "Skipping 'translate'" in out
-    _check_offline_and_no_phi_logged(project, printed + out, env, attempts)
+    _check_offline_and_no_phi_logged(project, printed + out, env, attempts, prefix)
 
 
 def test_small_fr_build_through_the_pivot(tmp_path):
@@ -103,16 +112,17 @@ def test_small_fr_build_through_the_pivot(tmp_path):
     site = tmp_path / "site"
     # beam 1: a copy model's alternative beams run to the maximum length, ~50 s a record at Argos'
     # default beam 4 against ~1 s at beam 1 (bench/bench_factory.py); what is tested is the route
-    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
     # 16 records (train 12, dev 2, test 2)
     fr_small = ["--vars.n_records", "16", *SMALL[2:]]
-    printed = _weasel(["build", str(project), *fr_small], cwd=tmp_path, env=env)
+    printed = _weasel(["build", str(project), *fr_small], cwd=tmp_path, env=env, prefix=prefix)
     metrics = _check_build(project, "fr")
-    _check_offline_and_no_phi_logged(project, printed, env, attempts)
+    _check_offline_and_no_phi_logged(project, printed, env, attempts, prefix)
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
     assert report["route"] == ["es", "en", "fr"] and report["kept"] > 0  # Argos ran, through the pivot
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
-    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path)}
+    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path,
+                                                   env, prefix, attempts)}
     assert {"EMAIL", "DATE"} <= labels
 
 
@@ -121,8 +131,8 @@ def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
     one line saying how to add it, and deid_fr is built from the French synthetic corpus alone."""
     project = _copy_project("fr", tmp_path)
     site = tmp_path / "site"
-    env, attempts = network_guard_env(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
-    printed = _weasel(["build", str(project), "--vars.n_records", "24", *SMALL[2:]], cwd=tmp_path, env=env)
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    printed = _weasel(["build", str(project), "--vars.n_records", "24", *SMALL[2:]], cwd=tmp_path, env=env, prefix=prefix)
     metrics = _check_build(project, "fr")
     skipped = [line for line in printed.splitlines() if line.startswith("translation skipped")]
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
@@ -131,5 +141,7 @@ def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
     assert json.loads((project / "corpus" / "extract_report.json").read_text())["native_synth"]["records"] == 24
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
     assert not attempts.exists()
-    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path)}
+    assert_kernel_has_no_route_out(prefix, env)
+    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path,
+                                                   env, prefix, attempts)}
     assert {"EMAIL", "DATE"} <= labels

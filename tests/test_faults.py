@@ -1,11 +1,11 @@
-"""Faults: a translation killed at random points resumes to the same output; a full disk or an
-unwritable output folder stops a stage with one clear line and leaves earlier outputs as they were.
+"""Faults with byte-precise budgets and kills: a translation killed at random points resumes to the
+same output; a disk that fills up at a chosen byte (half-way through a record, between two DocBins)
+or an unwritable output folder stops a stage with one clear line and leaves earlier outputs as they were.
 
-The full disk is simulated without mounting anything (CI may not allow it): the stage runs in a child
-process whose sitecustomize.py (FULL_DISK_SITECUSTOMIZE, on PYTHONPATH) gives every file under one
-folder a shared byte budget; past it, writes fail with ENOSPC exactly as a full file system's do (a
-short write, then `OSError: [Errno 28] No space left on device`). /dev/full, the kernel's own
-always-full device, checks the append path with a real ENOSPC.
+Byte-precise full disks are Python-level (faultkit.FULL_DISK_SITECUSTOMIZE): the kernel's tmpfs
+counts whole 4 KiB pages, too coarse to fail "half-way through the fourth record". Every writing
+command also runs out of space on a real, size-limited tmpfs (the kernel's ENOSPC) in
+tests/test_faults_commands.py; /dev/full, the kernel's always-full device, checks the append path here.
 """
 
 from __future__ import annotations
@@ -29,80 +29,7 @@ from deid_factory.stats import stats
 from deid_factory.surrogates import surrogate_file
 from deid_factory.translate_job import TranslateOptions, translate_file
 
-from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
-
-# Installed at interpreter start in the child: files under $DEID_FULL_DIR share $DEID_FULL_BUDGET bytes.
-FULL_DISK_SITECUSTOMIZE = r'''
-import builtins
-import errno
-import io
-import os
-
-_DIR = os.environ.get("DEID_FULL_DIR")
-_left = [int(os.environ.get("DEID_FULL_BUDGET", "0"))]
-
-
-def _under_full_dir(path):
-    real = os.path.realpath(path)
-    return real == _DIR or real.startswith(_DIR + os.sep)
-
-
-def _fd_path(fd):
-    try:
-        return os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return ""
-
-
-def _take(n):
-    """How many of n bytes still fit; nothing fits: ENOSPC, as the kernel reports it."""
-    if n and _left[0] <= 0:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    k = min(n, _left[0])
-    _left[0] -= k
-    return k
-
-
-class _FullDiskFile(io.FileIO):
-    def write(self, data):
-        view = memoryview(data).cast("B")
-        return super().write(view[: _take(len(view))])
-
-
-_real_open = io.open
-_real_write = os.write
-
-
-def _open(file, mode="r", buffering=-1, encoding=None, errors=None, newline=None, closefd=True, opener=None):
-    if isinstance(file, int):
-        path = _fd_path(file)
-    elif isinstance(file, (str, bytes, os.PathLike)):
-        path = os.fsdecode(file)
-    else:
-        path = ""
-    if not any(c in mode for c in "wax+") or not path or not _under_full_dir(path):
-        return _real_open(file, mode, buffering, encoding, errors, newline, closefd, opener)
-    raw = _FullDiskFile(file, mode.replace("b", "").replace("t", ""), closefd, opener)
-    if buffering == 0:
-        return raw
-    buffered = io.BufferedRandom(raw) if "+" in mode else io.BufferedWriter(raw)
-    if "b" in mode:
-        return buffered
-    return io.TextIOWrapper(buffered, encoding or "utf-8", errors, newline, line_buffering=buffering == 1)
-
-
-def _write(fd, data):
-    if _under_full_dir(_fd_path(fd)):
-        view = memoryview(data).cast("B")
-        return _real_write(fd, view[: _take(len(view))])
-    return _real_write(fd, data)
-
-
-if _DIR:
-    _DIR = os.path.realpath(_DIR)
-    io.open = builtins.open = _open
-    os.write = _write
-'''
+from faultkit import FULL_DISK_SITECUSTOMIZE, python_full_disk_env, snapshot as _snapshot, unwritable  # tests/ is on sys.path
 
 linux_only = pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="the full-disk simulation reads /proc/self/fd")
 
@@ -111,19 +38,9 @@ def _phi_strings(path: Path) -> list[str]:
     return [t for rec in read_records(path) for t in rec.span_texts()]
 
 
-def _snapshot(folder: Path) -> dict[str, bytes | None]:
-    """Every file (relative name -> bytes) and folder (-> None) under folder: equal snapshots =
-    nothing changed, nothing left over."""
-    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else None for p in sorted(folder.rglob("*"))}
-
-
 def _factory_on_full_disk(args: list[str], full_dir: Path, budget: int, tmp_path: Path) -> subprocess.CompletedProcess:
     """`python -m deid_factory ARGS` with only `budget` bytes left for the files under full_dir."""
-    site = tmp_path / "full_disk_site"
-    site.mkdir(exist_ok=True)
-    (site / "sitecustomize.py").write_text(FULL_DISK_SITECUSTOMIZE, encoding="utf-8")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "DEID_FULL_DIR": str(full_dir), "DEID_FULL_BUDGET": str(budget)}
+    env = python_full_disk_env(full_dir, budget, tmp_path / "full_disk_site")
     return subprocess.run([sys.executable, "-m", "deid_factory", *map(str, args)], env=env, capture_output=True,
                           text=True, timeout=300)
 
@@ -370,110 +287,15 @@ def test_output_folder_under_a_regular_file(stage, faults_source, faults_transla
     assert blocker.read_text() == "keep me\n"
 
 
-# Root ignores permission bits because its threads hold CAP_DAC_OVERRIDE (and CAP_DAC_READ_SEARCH) in
-# their effective capability set. A thread may drop capabilities from its effective set and raise them
-# again later (they stay in the permitted set): without them, root is held to the owner bits of the
-# folders it owns, as any user is to theirs. Capabilities are per thread; the stages write from the
-# calling thread.
-_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
-_LINUX_CAPABILITY_VERSION_3 = 0x20080522
-
-
-def _capabilities():
-    """(get, set) of this thread's effective capability words, via capget/capset; None where unavailable."""
-    import ctypes
-    import ctypes.util
-
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-    class Header(ctypes.Structure):
-        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-    class Data(ctypes.Structure):
-        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-    def get():
-        header, data = Header(_LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
-        if libc.capget(ctypes.byref(header), data) != 0:
-            raise OSError(ctypes.get_errno(), "capget failed")
-        return header, data
-
-    def set_(header, data):
-        if libc.capset(ctypes.byref(header), data) != 0:
-            raise OSError(ctypes.get_errno(), "capset failed")
-
-    return get, set_
-
-
-def _drop_dac_capabilities():
-    """Drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH from this thread's effective set; returns a function
-    that restores them, or None where that cannot be done (not Linux, capset refused)."""
-    caps = _capabilities()
-    if caps is None:
-        return None
-    get, set_ = caps
-    try:
-        header, data = get()
-        saved = data[0].effective
-        data[0].effective = saved & ~((1 << _CAP_DAC_OVERRIDE) | (1 << _CAP_DAC_READ_SEARCH))
-        set_(header, data)
-    except OSError:
-        return None
-
-    def restore():
-        header, data = get()
-        data[0].effective = saved
-        set_(header, data)
-
-    return restore
-
-
-def _can_create_a_file_in(folder: Path) -> bool:
-    probe = folder / "probe"
-    try:
-        probe.write_text("")
-    except PermissionError:
-        return False
-    probe.unlink()
-    return True
-
-
 @pytest.fixture()
 def unwritable_folder(tmp_path):
     """A folder with one earlier file that this process cannot write into, and the reason the
-    system gives. chmod 0o500 for a normal user. Root ignores permission bits: as root, the test
-    runs with CAP_DAC_OVERRIDE dropped from its effective capabilities (so the owner bits hold, as
-    for any user) - or, where capabilities cannot be changed, with the folder immutable (chattr +i,
-    refused even to root). Where neither works the test skips, or fails under
-    DEID_REQUIRE=unwritable (CI)."""
+    system gives (faultkit.unwritable: chmod, and as root CAP_DAC_OVERRIDE dropped or chattr +i)."""
     folder = tmp_path / "unwritable"
     folder.mkdir()
     (folder / "earlier.txt").write_text("earlier output\n")
-    folder.chmod(0o500)
-    try:
-        if not hasattr(os, "geteuid") or os.geteuid() != 0:
-            yield folder, "Permission denied"
-            return
-        restore = _drop_dac_capabilities()
-        if restore is not None and not _can_create_a_file_in(folder):
-            try:
-                yield folder, "Permission denied"
-            finally:
-                restore()
-            return
-        if restore is not None:  # the file system lets root write anyway: try the next way
-            restore()
-        if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
-            require_or_skip("unwritable", "running as root, CAP_DAC_OVERRIDE cannot be dropped and chattr +i is not "
-                                          "available: no way to make a folder unwritable")
-        try:
-            yield folder, "Operation not permitted"
-        finally:
-            subprocess.run(["chattr", "-i", str(folder)], check=True)
-    finally:
-        folder.chmod(0o700)
+    with unwritable(folder) as reason:
+        yield folder, reason
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -1,17 +1,25 @@
-"""Privacy: the router runs with network sockets blocked, and no log line, report or error message
-of a stage or of the router holds a PHI string of its input. (The whole small build runs under the
-same socket guard with the same PHI check in tests/test_build_e2e.py, so CI builds only once.)
+"""Privacy: the router runs with no network, and no log line, report or error message of a stage or
+of the router holds a PHI string of its input. (The whole small build runs the same way with the same
+PHI check in tests/test_build_e2e.py, so CI builds only once.)
 
-The socket guard (NETWORK_GUARD_SITECUSTOMIZE) is a sitecustomize.py put on PYTHONPATH: every Python
-process of a run -- the command, spaCy's and weasel's children, spawned translation workers, pip --
-installs it at start. It refuses every connection and name lookup except local AF_UNIX sockets and
-writes one line per attempt to $DEID_NET_GUARD_LOG, so a test can assert that nothing even tried.
+No network, twice over (network_isolation):
+* the kernel: the run starts in a new network namespace (faultkit.network_namespace_prefix:
+  `unshare -n`, or `unshare -rn` in a user namespace) whose only interface is loopback, so any
+  process of the run - Python or not - gets ENETUNREACH for any other address; where the kernel
+  allows neither, the guard below is the fallback (DEID_REQUIRE=netns fails instead);
+* the Python socket guard (NETWORK_GUARD_SITECUSTOMIZE), a sitecustomize.py put on PYTHONPATH: every
+  Python process of a run -- the command, spaCy's and weasel's children, spawned translation workers,
+  pip -- installs it at start. It refuses every connection and name lookup except local AF_UNIX
+  sockets and writes one line per attempt to $DEID_NET_GUARD_LOG, so a test can assert that nothing
+  even tried (which the namespace alone cannot tell).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -21,6 +29,7 @@ import pytest
 
 from deid_factory.cli import app
 from deid_factory.records import Record, Span, read_records, write_records
+import faultkit
 
 NETWORK_GUARD_SITECUSTOMIZE = r'''
 import errno
@@ -86,6 +95,63 @@ def assert_guard_active(env: dict, attempts: Path) -> None:
     assert attempts.read_text().count("\n") == lines_before + 1
 
 
+def network_isolation(tmp_path: Path, env: dict | None = None) -> tuple[list[str], dict, Path]:
+    """How the offline runs run: (command prefix, environment, attempts log). The prefix puts the
+    command in a network namespace with loopback only, where the kernel allows it; the environment
+    installs the socket guard in every Python process either way."""
+    from conftest import require_or_fallback
+
+    env, attempts = network_guard_env(tmp_path, env)
+    prefix = faultkit.network_namespace_prefix()
+    if prefix is None:
+        require_or_fallback("netns", "no network namespace can be made here (unshare -n and unshare -rn refused)",
+                            "the runs are offline under the Python socket guard only")
+        return [], env, attempts
+    return list(prefix), env, attempts
+
+
+# Inside the namespace, without the Python guard: the interfaces there, what a TCP connection to a
+# non-loopback address gets from the kernel, and whether loopback still works when it is up.
+_KERNEL_PROBE = """
+import json, socket
+names = [n for _, n in socket.if_nameindex()]
+out = socket.socket()
+out.settimeout(10)
+try:
+    out.connect(("192.0.2.1", 80))
+    connect = "connected"
+except OSError as err:
+    connect = [err.errno, err.strerror]
+try:
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname(), timeout=10)
+    loopback = "ok"
+except OSError as err:
+    loopback = [err.errno, err.strerror]
+print(json.dumps({"interfaces": names, "connect": connect, "loopback": loopback}))
+"""
+
+
+def kernel_probe(prefix: list[str], env: dict) -> dict:
+    """Run _KERNEL_PROBE through prefix with the socket guard off (it only acts when
+    DEID_NET_GUARD_LOG is set), so what it sees is the kernel's answer."""
+    bare = {k: v for k, v in env.items() if k != "DEID_NET_GUARD_LOG"}
+    ret = subprocess.run([*prefix, sys.executable, "-c", _KERNEL_PROBE], env=bare, capture_output=True, text=True,
+                         timeout=60)
+    assert ret.returncode == 0, ret.stderr
+    return json.loads(ret.stdout)
+
+
+def assert_kernel_has_no_route_out(prefix: list[str], env: dict) -> None:
+    """Where the runs have a namespace: only loopback there, and the kernel itself (not the guard)
+    refuses a connection to another address."""
+    if not prefix:
+        return  # the fallback: network_isolation already warned, or failed under DEID_REQUIRE=netns
+    seen = kernel_probe(prefix, env)
+    assert seen["interfaces"] == ["lo"], seen
+    assert seen["connect"] == [errno.ENETUNREACH, os.strerror(errno.ENETUNREACH)], seen
+
+
 # Strings shorter than this are not searched: ages ("54"), days, initials and short surnames ("Gil")
 # also occur as ordinary numbers and words in progress bars, timings, losses and label tables, so a
 # hit would prove nothing. Every longer PHI string (names, full dates, IDs, phones, addresses,
@@ -114,6 +180,26 @@ def test_the_socket_guard_blocks_child_processes_but_not_local_unix_sockets(tmp_
     assert ret.returncode == 0, ret.stderr
     assert ret.stdout.splitlines() == ["ok", "[Errno 101] network blocked by the test socket guard"]
     assert "name lookup ('example.org',)" in attempts.read_text()
+
+
+def test_the_network_namespace_leaves_only_loopback(tmp_path):
+    """The kernel half of the isolation: in the namespace the only interface is loopback; a TCP
+    connection to a documentation address (192.0.2.1) fails with the kernel's ENETUNREACH, and
+    loopback works (when `ip` could bring it up). With the guard on as well, the guard answers first
+    and logs the attempt: both layers are there in the runs."""
+    from conftest import require_or_skip
+
+    prefix, env, attempts = network_isolation(tmp_path)
+    if not prefix:
+        require_or_skip("netns", "no network namespace can be made here (unshare -n and unshare -rn refused)")
+    seen = kernel_probe(prefix, env)
+    assert seen["interfaces"] == ["lo"], seen
+    assert seen["connect"] == [errno.ENETUNREACH, "Network is unreachable"], seen
+    if shutil.which("ip"):
+        assert seen["loopback"] == "ok", seen
+    ret = subprocess.run([*prefix, sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60)
+    assert ret.returncode != 0 and "network blocked by the test socket guard" in ret.stderr, ret.stderr
+    assert attempts.read_text().count("\n") == 1
 
 
 # ----------------------------------------------------------------------------- the router
@@ -165,7 +251,7 @@ def privacy_deid_es(tmp_path_factory) -> Path:
 
 
 def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
-    """`factory redact` over text files and a JSONL file, with every socket blocked and a broken
+    """`factory redact` over text files and a JSONL file, with no network (network_isolation) and a broken
     input among them: it succeeds, tries no connection, and neither its output on the terminal
     (logging, progress bar, summary) nor its --report holds a PHI string of the input."""
     records = _note_records()
@@ -180,10 +266,10 @@ def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
     (notes / "latin1.txt").write_bytes("Paciente Leocadia Ybarra Quintanilla, año 2023.".encode("latin-1"))
     with (tmp_path / "more.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"id": "broken", "text": "Anselmo Villaverde Icaza, DNI 48213579J\n')
-    env, attempts = network_guard_env(tmp_path)
+    prefix, env, attempts = network_isolation(tmp_path)
     env["DEID_SURROGATE_KEY"] = "privacy test key, not a secret one"  # surrogate mode needs a key
     report = tmp_path / "report.json"
-    ret = subprocess.run([sys.executable, "-m", "deid_factory", "redact", str(notes), str(tmp_path / "more.jsonl"),
+    ret = subprocess.run([*prefix, sys.executable, "-m", "deid_factory", "redact", str(notes), str(tmp_path / "more.jsonl"),
                           "--out", str(tmp_path / "redacted.jsonl"), "--format", "jsonl", "--mode", "surrogate",
                           "--pipelines", str(privacy_deid_es), "--report", str(report),
                           # fr and en notes have no pipeline: run them through the union of every pipeline and
@@ -202,6 +288,7 @@ def test_router_redacts_offline_and_logs_no_phi(privacy_deid_es, tmp_path):
     redacted = (tmp_path / "redacted.jsonl").read_text(encoding="utf-8")
     assert "48213579J" not in redacted and "leocadia.ybarra@correo-ejemplo.es" not in redacted
     assert_guard_active(env, attempts)
+    assert_kernel_has_no_route_out(prefix, env)
 
 
 def test_the_router_validates_the_dni_check_letter(privacy_deid_es):
