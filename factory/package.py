@@ -18,9 +18,11 @@ install_wheel()      pip-installs the wheel into the current environment (build'
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,14 +143,39 @@ def _pip_wheel(source: Path | str, dist: Path, what: str) -> Path:
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)]
     ret = subprocess.run(cmd[:4] + ["--no-build-isolation"] + cmd[4:], capture_output=True, text=True)
     if ret.returncode != 0:
+        _raise_if_write_failure(ret.stderr, dist)  # a full disk is not fixed by another build environment
         log.warning("offline wheel build of %s failed; retrying with pip's isolated build environment", what)
         ret = subprocess.run(cmd, capture_output=True, text=True)
     if ret.returncode != 0:
+        _raise_if_write_failure(ret.stderr, dist)
         raise PackageError(f"pip wheel failed for {what} ({ret.returncode}): {ret.stderr[-2000:]}")
     wheels = list(dist.glob("*.whl"))
     if len(wheels) != 1:
         raise PackageError(f"expected one wheel for {what} in {dist}, found {len(wheels)}")
     return wheels[0]
+
+
+# Errors of pip's build that only writing causes (pip prints the OSError: "[Errno 28] No space left
+# on device"); EACCES too, since pip only writes into the folders this module gives it.
+_PIP_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES}
+
+
+def _raise_if_write_failure(stderr: str, dist: Path) -> None:
+    """OutputError (one line) when pip failed because it could not write, instead of pip's stderr."""
+    for found in re.finditer(r"\[Errno (\d+)\]", stderr):
+        code = int(found[1])
+        if code in _PIP_WRITE_ERRNOS:
+            raise OutputError(dist, OSError(code, os.strerror(code)))
+
+
+def _work_dir(out_dir: Path, prefix: str) -> Path:
+    """A fresh temporary folder inside out_dir (created if needed), so the final os.replace stays on
+    one file system; a folder that cannot be written is an OutputError naming it."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=prefix, dir=out_dir))
+    except OSError as err:
+        raise OutputError(out_dir, err) from None
 
 
 def _is_runtime_source(folder: Path) -> bool:
@@ -164,19 +191,19 @@ def build_runtime_wheel(out_dir: str | Path) -> Path:
     (a copy: the checkout is not written to). Without the source (deid_factory installed from a
     wheel), pip fetches that version's wheel the way it finds any package (index, --find-links)."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="runtime.", dir=out_dir))
+    work = _work_dir(out_dir, "runtime.")
     try:
-        dist = work / "dist"
-        if _is_runtime_source(RUNTIME_SOURCE):
-            source = work / "src"
-            shutil.copytree(RUNTIME_SOURCE, source, ignore=BUILD_LEFTOVERS)
-            wheel = _pip_wheel(source, dist, RUNTIME_DISTRIBUTION)
-        else:
-            wheel = _pip_wheel(f"{RUNTIME_DISTRIBUTION}=={RUNTIME_VERSION}", dist, RUNTIME_DISTRIBUTION)
-        final = out_dir / wheel.name
-        os.replace(wheel, final)
-        return final
+        with writes_to(out_dir):
+            dist = work / "dist"
+            if _is_runtime_source(RUNTIME_SOURCE):
+                source = work / "src"
+                shutil.copytree(RUNTIME_SOURCE, source, ignore=BUILD_LEFTOVERS)
+                wheel = _pip_wheel(source, dist, RUNTIME_DISTRIBUTION)
+            else:
+                wheel = _pip_wheel(f"{RUNTIME_DISTRIBUTION}=={RUNTIME_VERSION}", dist, RUNTIME_DISTRIBUTION)
+            final = out_dir / wheel.name
+            os.replace(wheel, final)
+            return final
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -209,30 +236,30 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
     data_dir = f"{name}-{version}"
     # requirements: exactly the runtime and spaCy (whatever an older assemble wrote)
     meta.update({"name": name, "version": version, "lang": lang, "requirements": list(WHEEL_REQUIREMENTS)})
-    out_dir.mkdir(parents=True, exist_ok=True)
     build_runtime_wheel(out_dir)
-    work = Path(tempfile.mkdtemp(prefix="package.", dir=out_dir))
+    work = _work_dir(out_dir, "package.")
     try:
-        root = work / data_dir
-        pkg = root / name
-        shutil.copytree(pipeline_dir, pkg / data_dir, ignore=BUILD_LEFTOVERS)
-        for meta_path in (pkg / "meta.json", pkg / data_dir / "meta.json"):
-            srsly.write_json(meta_path, meta)
-        for rel, text in _wheel_files(name, lang, meta, data_dir).items():
-            (root / rel).write_text(text, encoding="utf-8")
-        final = out_dir / _pip_wheel(root, work / "dist", name).name
-        os.replace(work / "dist" / final.name, final)
-        if final.name != f"{name}-{version}-py3-none-any.whl":
-            raise PackageError(f"{final.name}: not the wheel name expected for {name} {version}")
-        # keep the unpacked package folder for inspection, replacing an older one
-        kept = out_dir / data_dir
-        if kept.exists():
-            shutil.rmtree(kept)
-        shutil.rmtree(root / "build", ignore_errors=True)
-        for egg in root.glob("*.egg-info"):
-            shutil.rmtree(egg, ignore_errors=True)
-        root.rename(kept)
-        return final
+        with writes_to(out_dir):  # a full disk or read-only folder: one line naming it (cli)
+            root = work / data_dir
+            pkg = root / name
+            shutil.copytree(pipeline_dir, pkg / data_dir, ignore=BUILD_LEFTOVERS)
+            for meta_path in (pkg / "meta.json", pkg / data_dir / "meta.json"):
+                srsly.write_json(meta_path, meta)
+            for rel, text in _wheel_files(name, lang, meta, data_dir).items():
+                (root / rel).write_text(text, encoding="utf-8")
+            final = out_dir / _pip_wheel(root, work / "dist", name).name
+            os.replace(work / "dist" / final.name, final)
+            if final.name != f"{name}-{version}-py3-none-any.whl":
+                raise PackageError(f"{final.name}: not the wheel name expected for {name} {version}")
+            # keep the unpacked package folder for inspection, replacing an older one
+            kept = out_dir / data_dir
+            if kept.exists():
+                shutil.rmtree(kept)
+            shutil.rmtree(root / "build", ignore_errors=True)
+            for egg in root.glob("*.egg-info"):
+                shutil.rmtree(egg, ignore_errors=True)
+            root.rename(kept)
+            return final
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

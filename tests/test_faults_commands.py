@@ -14,7 +14,8 @@ Each run must exit with status 1 and end with one line `error: cannot write <pat
 an output of the command, print no traceback and no PHI string of its inputs, and leave the earlier
 outputs byte for byte, with no temp file beside them. translate, which appends and resumes, must
 instead keep every record it finished, as whole lines, and finish on a re-run exactly as an
-uninterrupted run would; redact --format jsonl keeps its finished rows in OUT.partial (whole lines).
+uninterrupted run would; redact --format jsonl keeps its finished rows in OUT.partial and its
+shard journal (whole lines), and resumes the same way.
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ def fault_inputs(tmp_path_factory, argos_home) -> Inputs:
     from deid_factory.argos_testkit import _default_sentences, build_package
     from deid_factory.package import assemble_pipeline
     from deid_factory.placeholders import load_inventory, placeholder_file
-    from deid_factory.synth import synth
-    from deid_factory.translate import translate_file
+    from deid_factory.extract import synth
+    from deid_factory.translate_job import TranslateOptions, translate_file
 
     root = tmp_path_factory.mktemp("fault_inputs")
     corpora, translated = [], []
@@ -68,7 +69,7 @@ def fault_inputs(tmp_path_factory, argos_home) -> Inputs:
         corpus = root / f"corpus_{seed}.jsonl"
         synth(corpus, n=N_RECORDS, seed=seed, lang="es")
         placeholder_file(corpus, root / f"ph_{seed}.jsonl", "es")
-        translate_file(root / f"ph_{seed}.jsonl", root / f"tr_{seed}.jsonl", "es", "es", progress=False)
+        translate_file(root / f"ph_{seed}.jsonl", root / f"tr_{seed}.jsonl", TranslateOptions("es", "es", progress=False))
         corpora.append(corpus)
         translated.append(root / f"tr_{seed}.jsonl")
     assemble_pipeline(None, "es", root / "deid_es")
@@ -206,9 +207,22 @@ def test_full_disk(fault_case, fault_inputs, argos_env, tmp_path, capsys):
     path = _assert_one_error_line(run.returncode, run.stdout + run.stderr, run.stderr, folder,
                                   "No space left on device", fault_inputs.phi)
     after = snapshot(run.after)
+    if command == "redact":
+        # the rows finished before the disk filled up and the journal of their shards, whole lines
+        # only; the earlier output untouched; a re-run with room resumes to the bytes of a run that
+        # had room all along
+        assert len(_whole_jsonl_lines(after.pop("redacted.jsonl.partial", b""))) < N_RECORDS
+        _whole_jsonl_lines(after.pop("redacted.jsonl.redact-journal.jsonl", b""))
+        assert after == before, sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))
+        resumed, with_room = folder.with_name("resumed"), folder.with_name("with_room")
+        shutil.copytree(run.after, resumed)
+        shutil.copytree(folder, with_room)
+        for copy in (resumed, with_room):
+            code, _, err = _factory(_moved(c.again, folder, copy), capsys)
+            assert code == 0, err
+        assert (resumed / "redacted.jsonl").read_bytes() == (with_room / "redacted.jsonl").read_bytes()
+        return
     if not c.appends:
-        if command == "redact":  # the rows finished before the disk filled up, whole lines only
-            assert len(_whole_jsonl_lines(after.pop("redacted.jsonl.partial", b""))) < N_RECORDS
         assert after == before, sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))
         return
     # translate: the records done before are kept, whole, and a re-run with room finishes the file
