@@ -137,10 +137,14 @@ def test_native_build_through_the_project(tmp_path):
     src = _write_brat(notes, tmp_path / "notes")
     dev = _write_brat(_notes(6, 22, "dev"), tmp_path / "dev")
     held = _write_brat(_notes(5, 23, "eval"), tmp_path / "eval")
-    env = {**os.environ, "PIP_TARGET": str(tmp_path / "site")}
+    from test_privacy import network_isolation
+
+    # offline like the other builds: a network namespace where the kernel allows it, and the guard
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(tmp_path / "site")})
     _weasel(["build", str(project), "--vars.source_format", "brat", "--vars.source_path", str(src), "--vars.label_map", "",
              "--vars.dev_path", str(dev), "--vars.eval_path", str(held), "--vars.max_epochs", "2", "--vars.patience", "2"],
-            cwd=tmp_path, env=env)
+            cwd=tmp_path, env=env, prefix=prefix)
+    assert not attempts.exists(), attempts.read_text()  # no process of the build tried the network
     corpus = project / "corpus"
     assert json.loads((corpus / "filter_report.json").read_text())["records_kept"] == 36
     surrogate = json.loads((corpus / "final" / "report.json").read_text())

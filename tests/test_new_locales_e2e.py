@@ -6,8 +6,8 @@ deid_<lc> then finds its national identifier (validated by its check digits) and
 a sentence of its language that no training note holds.
 
 The three builds are tiny (16 source + 16 native records, 12 short epochs) and run side by side
-(each is mostly process start-up, one core each); every process runs with network sockets blocked
-(tests/test_privacy.py's guard) and nothing the builds print or log holds a PHI string of their
+(each is mostly process start-up, one core each); every process runs in a network namespace with
+loopback only and with network sockets blocked (tests/test_privacy.py's network_isolation), and nothing the builds print or log holds a PHI string of their
 input."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from deid_factory import PROJECT_ROOT
 from test_build_e2e import OUTPUTS, _check_offline_and_no_phi_logged, _load_installed
-from test_privacy import network_guard_env
+from test_privacy import network_isolation
 
 pytestmark = pytest.mark.slow
 
@@ -59,20 +59,21 @@ def builds(tmp_path_factory):
             shutil.copy(argos / name, project / "assets" / "argos" / name)
         site = tree / "site"
         # beam 1: a copy model's other beams run to the maximum length (see test_build_e2e.py)
-        env, attempts = network_guard_env(tree, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
-        proc = subprocess.Popen([sys.executable, "-m", "spacy", "project", "run", "build", str(project), *BUILD],
+        # in a network namespace with loopback only where the kernel allows it, under the socket guard
+        prefix, env, attempts = network_isolation(tree, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
+        proc = subprocess.Popen([*prefix, sys.executable, "-m", "spacy", "project", "run", "build", str(project), *BUILD],
                                 cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        running[lc] = (proc, project, site, env, attempts)
+        running[lc] = (proc, project, site, env, attempts, prefix)
     done = {}
-    for lc, (proc, project, site, env, attempts) in running.items():
+    for lc, (proc, project, site, env, attempts, prefix) in running.items():
         printed, _ = proc.communicate(timeout=900)
-        done[lc] = (proc.returncode, project, site, printed, env, attempts)
+        done[lc] = (proc.returncode, project, site, printed, env, attempts, prefix)
     return done
 
 
 @pytest.mark.parametrize("lc", sorted(UNSEEN))
 def test_new_locale_builds_through_the_pivot_and_finds_its_identifier_and_a_name(builds, lc):
-    code, project, site, printed, env, attempts = builds[lc]
+    code, project, site, printed, env, attempts, prefix = builds[lc]
     assert code == 0, printed[-4000:]
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
     assert report["route"] == ["es", "en", lc] and report["kept"] > 0  # Argos ran, through the pivot
@@ -81,10 +82,10 @@ def test_new_locale_builds_through_the_pivot_and_finds_its_identifier_and_a_name
     metrics = json.loads((project / "metrics" / "metrics.json").read_text())
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
     assert (project / "packages" / f"deid_{lc}-0.1.0-py3-none-any.whl").exists()
-    _check_offline_and_no_phi_logged(project, printed, env, attempts)
+    _check_offline_and_no_phi_logged(project, printed, env, attempts, prefix)
 
     text, identifier, name, _ = UNSEEN[lc]
-    ents = _load_installed(site, f"deid_{lc}", text, project.parent.parent)
+    ents = _load_installed(site, f"deid_{lc}", text, project.parent.parent, env, prefix, attempts)
     found = {(text[s:e], label) for s, e, label in ents}
     assert (identifier, "ID") in found, ents
     # the name: every letter of it inside PERSON spans (the NER's work: the pack has no name pattern)
