@@ -1,6 +1,6 @@
 """Stage 8, evaluate: score a deid pipeline on the held-out split or any corpus given by path.
 
-Metrics (names from DESIGN.md), computed on character offsets:
+Metrics, computed on character offsets:
   strict    entity P/R/F1, span and label exact (per label and micro)
   overlap   entity P/R/F1, same label and the spans overlap (per label and micro); a gold entity
             is recalled if some same-label prediction overlaps it, a prediction is correct if it
