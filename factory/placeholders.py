@@ -139,7 +139,7 @@ def shape_of(label: str, surface: str, lang: str = "", context: str = "") -> dic
     """Describe the kind and form of a PHI string without keeping it (no PHI leaves this function):
     the surrogate engine's `describe` with the source language's data, so that the surrogate stage
     draws a country for a country, a day-month date for a day-month date, a woman's name for a
-    woman (see runtime/surrogates/kinds.py). `context`: the text just before the span, read for
+    woman (see deid_runtime/surrogates/kinds.py). `context`: the text just before the span, read for
     trigger words ("País:") and titles ("Sra."), never kept."""
     return describe(label, surface, load_locale(lang or None), context)
 
