@@ -18,9 +18,10 @@ of the default `es` build (languages/es/project.yml) run in a fresh temporary fo
 Every stage is the plain function behind its `factory` command, called in this process: the numbers
 are the stage's cost, not Python start-up (a warm-up pass on a few records loads the imports and data
 files first). "records" of a stage are the records it reads (train: training docs; evaluate: test
-docs), and records/s = records / seconds. Not timed: `package` and `install` (spacy package + pip: a
-constant cost that does not depend on the corpus) and `stats` (not a build step; extract and filter
-compute the same statistics).
+docs), and records/s = records / seconds. Not timed: `package` and `install` (the package step writes
+the deid_<lang> wheel's pyproject.toml and runs `pip wheel` on it, and builds the deid-runtime wheel
+beside it; then pip installs: a constant cost that does not depend on the corpus) and `stats` (not a
+build step; extract and filter compute the same statistics).
 
 Scaling: per stage, least squares seconds = a + b * records (b is shown in seconds per 1,000 records)
 and the exponent of the log-log fit (about 1.0: linear; above 1: grows faster than the corpus).
@@ -395,7 +396,7 @@ def render(results: dict[str, Any]) -> str:
             "model (chunking, placeholder checks, repair, I/O); the time inside says nothing about a real model's speed.",
             "",
         ]
-    lines += [f"Not timed: package and install (spacy package + pip, a constant cost), stats (extract and filter compute it). "
+    lines += [f"Not timed: package and install (`pip wheel` of deid_<lang> and deid-runtime, pip install: a constant cost), stats (extract and filter compute it). "
               f"Peak memory of the run: {results['peak_rss_mb']:.0f} MB. Wall time of the whole benchmark: {results['wall_seconds'] / 60:.1f} min.", ""]
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
 """Stage 8, evaluate: score a deid pipeline on the held-out split or any corpus given by path.
 
-Metrics (names from DESIGN.md), computed on character offsets:
+Metrics, computed on character offsets:
   strict    entity P/R/F1, span and label exact (per label and micro)
   overlap   entity P/R/F1, same label and the spans overlap (per label and micro); a gold entity
             is recalled if some same-label prediction overlaps it, a prediction is correct if it
@@ -195,7 +195,7 @@ def score_corpus(nlp, data: list[tuple[str, str, list[SpanT]]], batch_size: int 
     }
 
 
-# The component whose `o_bias` trades precision for recall (runtime/biluo_tagger.py).
+# The component whose `o_bias` trades precision for recall (deid_runtime/biluo_tagger.py).
 RECALL_KNOB = "deid_tagger"
 O_BIASES = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0)
 

@@ -162,7 +162,7 @@ class Locale:
         locale's own folder and regex pack are listed: a project copied with those two folders alone
         (tests/test_build_e2e.py) still runs. Not listed: another locale's files (the source's
         silver.yml in a translation build), corpora/synth/ (extract), the data inside the package
-        (runtime/surrogates/locales/)."""
+        (deid_runtime/surrogates/locales/)."""
         pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")]
         own_source = self.settings.get("source_lang") == self.lang
         files = {

@@ -132,7 +132,7 @@ def _local_id_roles(text: str, country: str) -> str:
                 kept.append(option)
         roles[role] = kept
     header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
-    choices = (f"# Identifier kinds of country {country!r} (factory/runtime/ids/): {', '.join(own) or 'none yet'};\n"
+    choices = (f"# Identifier kinds of country {country!r} (factory/runtime/deid_runtime/ids/): {', '.join(own) or 'none yet'};\n"
                f"# put them in `ids.roles` below in place of the plain numbers (`kind: pattern`) where they fit.\n")
     return header + choices + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
@@ -152,10 +152,10 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
                               locale's own faker locale, calling code and identifier country
 
     The surrogate data goes to `surrogate_data_dir` (default: the engine's own folder,
-    runtime/surrogates/locales/, when it lies inside `root`, as in a checkout; otherwise skipped: a
-    scaffold into another tree must not write into the installed package).
-    `country`: the ISO 3166 code whose identifiers (factory/runtime/ids/) the locale uses (default
-    `lang`). Refuses to overwrite an existing locale. Returns the files written.
+    factory/runtime/deid_runtime/surrogates/locales/, when it lies inside `root`, as in a checkout;
+    otherwise skipped: a scaffold into another tree must not write into the installed package).
+    `country`: the ISO 3166 code whose identifiers (factory/runtime/deid_runtime/ids/) the locale
+    uses (default `lang`). Refuses to overwrite an existing locale. Returns the files written.
     """
     from deid_runtime.surrogates.locale import LOCALES_DIR
 
@@ -275,7 +275,7 @@ def new_locale_command(
     surnames: int = typer.Option(1, help="Surnames per person name in this locale"),
     calling_code: str = typer.Option("1", help="International calling code, used in the starter phone case"),
     start_from: str = typer.Option("en", help="Locale whose silver/placeholder/surrogate settings are copied as a start"),
-    country: str = typer.Option(None, help="Country whose identifiers (factory/runtime/ids/) the locale uses (default: the locale code)"),
+    country: str = typer.Option(None, help="Country whose identifiers (factory/runtime/deid_runtime/ids/) the locale uses (default: the locale code)"),
 ) -> None:
     """Scaffold a new locale as data files to fill in: settings, starter regex pack with cases, starter synthetic
     corpus, surrogate word lists (README, "Adding a locale")."""

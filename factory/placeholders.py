@@ -1,10 +1,11 @@
 """Placeholders: replace every PHI entity with a persistent term that machine translation keeps.
 
-Stage 4 of the factory (see DESIGN.md). A record's PHI spans are grouped into entities (same label and
-same normalised surface form; a PERSON mention whose words are a strict subset of exactly one longer
-PERSON mention is linked to it, e.g. a surname alone), each entity gets one term of the target's
-placeholder inventory (`languages/<lc>/placeholders.yml`), and every mention is replaced by that term.
-Coreference therefore survives translation, and the surrogate stage maps each term to one surrogate.
+Stage 4 of the factory (README, "The pipeline, stage by stage"). A record's PHI spans are grouped
+into entities (same label and same normalised surface form; a PERSON mention whose words are a
+strict subset of exactly one longer PERSON mention is linked to it, e.g. a surname alone), each
+entity gets one term of the target's placeholder inventory (`languages/<lc>/placeholders.yml`), and
+every mention is replaced by that term. Coreference therefore survives translation, and the
+surrogate stage maps each term to one surrogate.
 
 The original surface strings are never stored: only a *shape* (word count, numeric or written date,
 unit present, international phone...) that lets surrogates look like what they replace. After
@@ -138,7 +139,7 @@ def shape_of(label: str, surface: str, lang: str = "", context: str = "") -> dic
     """Describe the kind and form of a PHI string without keeping it (no PHI leaves this function):
     the surrogate engine's `describe` with the source language's data, so that the surrogate stage
     draws a country for a country, a day-month date for a day-month date, a woman's name for a
-    woman (see runtime/surrogates/kinds.py). `context`: the text just before the span, read for
+    woman (see deid_runtime/surrogates/kinds.py). `context`: the text just before the span, read for
     trigger words ("País:") and titles ("Sra."), never kept."""
     return describe(label, surface, load_locale(lang or None), context)
 
@@ -266,10 +267,6 @@ def _display_path(path: Path | None) -> str:
 
 
 # ----------------------------------------------------------------------------- recovery
-def _fold(text: str) -> str:
-    return fold(text)
-
-
 def find_placeholders(text: str, terms: dict[str, dict[str, Any]]) -> tuple[list[Span], dict[str, str]]:
     """Locate every term of `terms` ({term: {"label", "mentions"}}) in `text`.
 
@@ -279,8 +276,8 @@ def find_placeholders(text: str, terms: dict[str, dict[str, Any]]) -> tuple[list
     """
     spans: list[Span] = []
     problems: dict[str, str] = {}
-    folded_words = [(m.start(), m.end(), _fold(m.group())) for m in _WORD.finditer(text)]
-    folded_terms = {_fold(t): t for t in terms}
+    folded_words = [(m.start(), m.end(), fold(m.group())) for m in _WORD.finditer(text)]
+    folded_terms = {fold(t): t for t in terms}
     for term, info in terms.items():
         exact = [m for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", text)]
         expected = int(info.get("mentions", 1))
@@ -290,7 +287,7 @@ def find_placeholders(text: str, terms: dict[str, dict[str, Any]]) -> tuple[list
         if len(exact) > expected:
             problems[term] = "duplicated"
             continue
-        folded = _fold(term)
+        folded = fold(term)
         reason = "missing"
         for _, _, word in folded_words:
             if word == folded:
@@ -384,8 +381,8 @@ def placeholder_command(
 def survival_counts(term: str, text: str, expected: int) -> dict[str, Any]:
     """How a term came back in a translated text that held it `expected` times (once per sentence)."""
     exact = len(re.findall(rf"(?<!\w){re.escape(term)}(?!\w)", text))
-    folded = _fold(term)
-    variants = sum(1 for m in _WORD.finditer(text) if folded in _fold(m.group()) and m.group() != term)
+    folded = fold(term)
+    variants = sum(1 for m in _WORD.finditer(text) if folded in fold(m.group()) and m.group() != term)
     kept = min(exact, expected) - max(0, exact - expected)  # extra copies count against the term
     outcomes = Counter({"kept": max(0, kept)})
     if exact > expected:

@@ -3,7 +3,7 @@
 Inputs: text files, folders (every *.txt and *.jsonl below them, sorted) and JSONL files of
 records ({"id", "text", "lang"?, ...}), read one document at a time. Each document goes to the
 pipeline of its language: `--lang` for all, else the record's own "lang", else detection among
-the loaded languages (runtime/router.py). Safe defaults:
+the loaded languages (deid_runtime/router.py). Safe defaults:
   * a document no pipeline takes (language without a pipeline, too short or too unsure to detect)
     is NOT written: one line names it (file and id, never text) and the run ends with exit status 3.
     Opt in to processing such documents with `--fallback union` (every loaded pipeline + every

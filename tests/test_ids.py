@@ -255,7 +255,7 @@ def test_registry_covers_every_identifier_of_the_synthetic_corpus():
 
 
 def test_runtime_ids_import_nothing_factory_only():
-    """The package travels in the deid_<lang> wheels: python-stdnum yes, Faker/Argos/torch no."""
+    """The package travels in the deid-runtime wheel (required by every deid_<lang> wheel): python-stdnum yes, Faker/Argos/torch no."""
     code = ("import sys, deid_runtime.ids, deid_runtime.validators; "
             "print(sorted(m for m in ('faker', 'argostranslate', 'torch', 'spacy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -36,7 +36,7 @@ def _imported(node: ast.AST, module: str, is_package: bool, modules: set[str]) -
     else:
         return found
     for name in names:
-        while name and name not in modules:  # deid_factory.runtime.redact.KEY_ENV -> ...redact
+        while name and name not in modules:  # deid_factory.records.RecordError -> ...records
             name = name.rpartition(".")[0]
         if name and name != module:
             found.add(name)

@@ -37,7 +37,8 @@ def test_training_spans_and_runtime_matches_lose_the_same_boundaries(boundary):
 
 def test_every_stage_folds_accents_and_case_alike():
     assert fold("GARCÍA Núñez") == "garcia nunez"
-    assert placeholders._fold("GARCÍA Núñez") == fold("GARCÍA Núñez")
+    # a term that came back with its case or accents changed is found as "altered", through fold
+    assert placeholders.find_placeholders("vu par GARCÍA", {"Garcia": {"label": "PERSON", "mentions": 1}})[1] == {"Garcia": "altered"}
     assert placeholders.normalize_surface("García-López") == placeholders.normalize_surface("GARCIA LOPEZ") == "garcia lopez"
     assert silver._fold("Sjögren's") == "sjogren"
     assert silver._fold("Guillain-Barré") == "guillain barre"

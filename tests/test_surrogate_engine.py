@@ -1,4 +1,4 @@
-"""The surrogate engine (runtime/surrogates) as redaction and the training corpus use it: the kind
+"""The surrogate engine (deid_runtime.surrogates) as redaction and the training corpus use it: the kind
 and form of what a surrogate replaces are kept (issue 11 section 1, issue 13 section 2), every
 choice of a redacted document comes from a secret key, and the data of every locale is consistent
 with the classifier that reads it."""

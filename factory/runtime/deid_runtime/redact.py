@@ -2,7 +2,7 @@
 
   tag        "Ana Pérez" -> "[PERSON]"
   mask       every non-space character -> "*" (same length: offsets of the rest do not move)
-  surrogate  realistic replacements from the surrogate engine (runtime/surrogates/), drawn from a
+  surrogate  realistic replacements from the surrogate engine (deid_runtime/surrogates/), drawn from a
              secret key: every choice of a document comes from HMAC-SHA256(key, document id), or of
              the patient id when one is given (so a patient's documents share their surrogates and
              date shift). Without the key the mapping cannot be recomputed; with it, a re-run gives
@@ -21,7 +21,7 @@ What a surrogate keeps of the original:
              health centre, university, company, institution), ADDRESS its house number and
              postal code; all in the original's casing
   AGE        its form, moved by 1-2 years; EMAIL / URL / IP only in documentation-reserved names
-Runtime module (travels in the deid_<lang> wheels): Faker is used for names when installed.
+Runtime module (travels in the deid-runtime wheel, which every deid_<lang> wheel requires): Faker is used for names when installed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """National identifiers, one module per country, one registry: the only implementation of each
-format, read by the regex packs' validators (runtime/validators.py), the surrogate generators
-(runtime/surrogates/identifiers.py) and the synthetic corpus.
+format, read by the regex packs' validators (deid_runtime/validators.py), the surrogate generators
+(deid_runtime/surrogates/identifiers.py) and the synthetic corpus.
 
     from deid_runtime import ids
     nass = ids.get("es.nass")              # keys are "<country>.<name>"; ids.keys() lists them

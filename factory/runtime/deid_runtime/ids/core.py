@@ -7,7 +7,7 @@ An identifier is one object with four parts, in the style of python-stdnum:
   generate(rng)        a random valid value, compact, drawn from `rng` alone (reproducible)
 Formats python-stdnum knows (`StdnumIdentifier`) take its compact/is_valid; the country modules
 add only what stdnum lacks. Nothing here may import Faker, Argos or torch: this package travels in
-the deid_<lang> wheels.
+the deid-runtime wheel, which every deid_<lang> wheel requires.
 """
 
 from __future__ import annotations

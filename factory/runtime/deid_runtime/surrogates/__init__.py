@@ -1,6 +1,6 @@
 """The surrogate engine: one for the training corpus (`factory surrogate`) and for redaction
-(`factory redact --mode surrogate`). It travels in the deid_<lang> wheels (no Faker needed, no
-Argos, no torch).
+(`factory redact --mode surrogate`). It travels in the deid-runtime wheel that every deid_<lang> wheel
+requires (no Faker needed, no Argos, no torch).
 
     from deid_runtime import surrogates as S
     es = S.load_locale("es")

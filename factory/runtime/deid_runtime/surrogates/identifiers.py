@@ -1,4 +1,4 @@
-"""Identifier surrogates that pass their own check digits, from the registry of runtime/ids.
+"""Identifier surrogates that pass their own check digits, from the registry of deid_runtime.ids.
 
 Two ways in:
   like(value, rng, locale)   redaction: a new identifier of the same kind in the same layout
