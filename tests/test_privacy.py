@@ -164,8 +164,9 @@ def phi_strings(records_path: Path) -> set[str]:
 
 
 def leaked_phi(phi: set[str], text: str) -> list[str]:
-    """The PHI strings found in text as whole words (not inside a longer word or number)."""
-    return sorted(p for p in phi if re.search(rf"(?<!\w){re.escape(p)}(?!\w)", text))
+    """The PHI strings found in text as whole words (not inside a longer word or number: the year
+    "2007" is not in the score "0.2007")."""
+    return sorted(p for p in phi if re.search(rf"(?<!\w)(?<!\d\.){re.escape(p)}(?!\w)(?!\.\d)", text))
 
 
 # ----------------------------------------------------------------------------- the guard itself
