@@ -26,7 +26,7 @@ from typing import Any, Iterator
 import srsly
 import typer
 import yaml
-from deid_runtime.text import fold
+from deid_runtime.text import fold, replace_spans
 
 from . import PROJECT_ROOT
 from .locale import languages_dir
@@ -220,21 +220,10 @@ def placeholderize(record: Record, inventory: Inventory, where: str = "<records>
             next_index[ent["label"]] = own.index(term) + 1
         ent["term"] = term
     # 4. rebuild the text with the terms and exact spans
-    pieces: list[str] = []
-    new_spans: list[Span] = []
-    cursor = 0
-    length = 0
-    for span, ent_index in zip(spans, mention_entity):
-        gap = text[cursor : span.start]
-        pieces.append(gap)
-        length += len(gap)
-        term = entities[ent_index]["term"]
-        new_spans.append(Span(length, length + len(term), span.label, {"placeholder": term}))
-        pieces.append(term)
-        length += len(term)
-        cursor = span.end
-    pieces.append(text[cursor:])
-    new_text = "".join(pieces)
+    terms = [entities[ent_index]["term"] for ent_index in mention_entity]
+    new_text, placed = replace_spans(text, [(span.start, span.end) for span in spans], terms)
+    new_spans = [Span(start, end, span.label, {"placeholder": term})
+                 for (start, end), span, term in zip(placed, spans, terms)]
     mapping: dict[str, dict[str, Any]] = {}
     for index, ent in enumerate(entities):
         entry: dict[str, Any] = {"label": ent["label"], "entity": index, "mentions": ent["mentions"], "shape": ent["shape"]}

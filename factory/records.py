@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import srsly
-from deid_runtime.text import BOUNDARY_CHARS  # the runtime's: a model learns the boundaries it is scored on
+# trim_span is the runtime's (one boundary set): a model learns the boundaries it is scored on
+from deid_runtime.text import BOUNDARY_CHARS, trim_span  # noqa: F401  (re-exported: records.trim_span)
 
 from .labels import CANONICAL_LABELS
 
@@ -76,15 +77,6 @@ class Record:
 
     def span_texts(self) -> list[str]:
         return [self.text[s.start : s.end] for s in self.spans]
-
-
-def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Shrink [start, end) so it neither starts nor ends with punctuation or whitespace."""
-    while start < end and text[start] in BOUNDARY_CHARS:
-        start += 1
-    while end > start and text[end - 1] in BOUNDARY_CHARS:
-        end -= 1
-    return start, end
 
 
 def span_problems(record: Record, canonical_only: bool = True) -> list[str]:

@@ -42,3 +42,20 @@ def test_every_stage_folds_accents_and_case_alike():
     assert placeholders.normalize_surface("García-López") == placeholders.normalize_surface("GARCIA LOPEZ") == "garcia lopez"
     assert silver._fold("Sjögren's") == "sjogren"
     assert silver._fold("Guillain-Barré") == "guillain barre"
+
+
+def test_replace_spans_places_each_replacement_and_trims_its_punctuation():
+    """The one span rewriter (placeholders, surrogates, redaction): offsets of each replacement in
+    the new text; with trim, a replacement's own leading/trailing punctuation stays outside its span."""
+    from deid_runtime.text import replace_spans
+
+    text = "Vu par Dr X le 3 mars, tél. 06."
+    spans = [(10, 11), (15, 21), (28, 30)]
+    new, placed = replace_spans(text, spans, ["Jean Roux", "12/04/2021", "(555) 201-3344."])
+    assert new == "Vu par Dr Jean Roux le 12/04/2021, tél. (555) 201-3344.."
+    assert [new[a:b] for a, b in placed] == ["Jean Roux", "12/04/2021", "(555) 201-3344."]
+    _, trimmed = replace_spans(text, spans, ["Jean Roux", "12/04/2021", "(555) 201-3344."], trim=True)
+    assert [new[a:b] for a, b in trimmed] == ["Jean Roux", "12/04/2021", "555) 201-3344"]
+    assert replace_spans(text, [], []) == (text, [])
+    with pytest.raises(ValueError):
+        replace_spans(text, spans, ["only one"])

@@ -38,6 +38,7 @@ from deid_runtime.surrogates.forms import apply_casing
 from deid_runtime.surrogates.identifiers import generate_id
 from deid_runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
 from deid_runtime.validators import validator_name
+from deid_runtime.text import replace_spans
 from .casing import CasingSampler, parse_casing
 
 log = logging.getLogger(__name__)
@@ -193,10 +194,8 @@ class Generator:
             entry = terms[term]
             if entry["label"] != "PERSON":
                 chosen[term] = self.value(entry["label"], entry, persons, record_persons)
-        pieces: list[str] = []
-        new_spans: list[Span] = []
-        cursor = 0
-        length = 0
+        surfaces: list[str] = []
+        span_attrs: list[dict[str, Any]] = []
         for span in spans:
             term = span.attrs["placeholder"]
             surface, attrs = chosen[term]
@@ -206,19 +205,13 @@ class Generator:
                 surface = apply_casing(surface, style)
                 attrs["casing"] = style
                 self.stats["casing"][style] += 1
-            gap = record.text[cursor : span.start]
-            pieces.append(gap)
-            length += len(gap)
-            # Spans never start or end with punctuation (project rule): a surrogate such as
-            # "(555) 201-3344" is written whole, its span starts after the parenthesis.
-            lead, tail = trim_span(surface, 0, len(surface))
-            new_spans.append(Span(length + lead, length + tail, span.label, {"entity": terms[term].get("entity"), **attrs}))
-            pieces.append(surface)
-            length += len(surface)
-            cursor = span.end
+            surfaces.append(surface)
+            span_attrs.append({"entity": terms[term].get("entity"), **attrs})
             self.stats["labels"][span.label] += 1
-        pieces.append(record.text[cursor:])
-        text = "".join(pieces)
+        # Spans never start or end with punctuation (project rule): a surrogate such as
+        # "(555) 201-3344" is written whole, its span starts after the parenthesis (trim).
+        text, placed = replace_spans(record.text, [(span.start, span.end) for span in spans], surfaces, trim=True)
+        new_spans = [Span(start, end, span.label, attrs) for (start, end), span, attrs in zip(placed, spans, span_attrs)]
         meta = without_placeholder_text(record.meta)
         meta["surrogates"] = {"seed": self.seed, "target": self.target, "one_casing_per_record": self.one_casing_per_record}
         out = Record(record.id, record.lang or self.target, text, new_spans, meta)

@@ -38,7 +38,7 @@ from .surrogates.forms import match_casing
 from .surrogates.kinds import describe
 from .surrogates.locale import Locale, fold, load_locale
 from .surrogates.names import PersonWords
-from .text import BOUNDARY_CHARS
+from .text import replace_spans
 
 from .regex_pack import NonOverlapping
 
@@ -177,15 +177,6 @@ class DocumentSurrogates:
         return new
 
 
-def _trimmed(value: str) -> tuple[int, int]:
-    start, end = 0, len(value)
-    while start < end and value[start] in BOUNDARY_CHARS:
-        start += 1
-    while end > start and value[end - 1] in BOUNDARY_CHARS:
-        end -= 1
-    return start, end
-
-
 def _context(text: str, start: int) -> str:
     return text[max(0, start - CONTEXT_CHARS):start]
 
@@ -197,18 +188,9 @@ def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None, trim: bool
     chosen = non_overlapping(spans)
     if before is not None:
         before(chosen)
-    out, new_spans, pos, offset = [], [], 0, 0  # offset: length of the redacted text so far
-    for start, end, label in chosen:
-        out.append(text[pos:start])
-        offset += start - pos
-        rep = replace(start, end, label)
-        lead, tail = _trimmed(rep) if trim else (0, len(rep))
-        new_spans.append((offset + lead, offset + tail, label))
-        out.append(rep)
-        offset += len(rep)
-        pos = end
-    out.append(text[pos:])
-    return "".join(out), new_spans
+    values = [replace(start, end, label) for start, end, label in chosen]  # in text order
+    new_text, placed = replace_spans(text, [(start, end) for start, end, _ in chosen], values, trim=trim)
+    return new_text, [(start, end, label) for (start, end), (_, _, label) in zip(placed, chosen)]
 
 
 def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,

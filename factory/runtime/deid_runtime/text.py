@@ -1,9 +1,11 @@
 """The text conventions every stage shares, the factory's and the pipelines': one accent- and
-case-insensitive folding, one set of characters a PHI span never starts or ends with."""
+case-insensitive folding, one set of characters a PHI span never starts or ends with (and the one
+trim by it), and one way to replace spans of a text and know where their replacements landed."""
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 
 # Spaces and punctuation: a span never starts or ends with one. The regex pack trims its matches by
 # them (regex_pack.trim), redaction the values it replaces (redact.py), and the training records
@@ -15,3 +17,34 @@ def fold(text: str) -> str:
     """Case- and accent-insensitive form: 'GARCÍA' and 'garcia' fold alike."""
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Shrink [start, end) so it neither starts nor ends with a character of BOUNDARY_CHARS."""
+    while start < end and text[start] in BOUNDARY_CHARS:
+        start += 1
+    while end > start and text[end - 1] in BOUNDARY_CHARS:
+        end -= 1
+    return start, end
+
+
+def replace_spans(text: str, spans: Sequence[tuple[int, int]], replacements: Sequence[str],
+                  trim: bool = False) -> tuple[str, list[tuple[int, int]]]:
+    """The text with each span (start, end) -- sorted, not overlapping -- replaced by the string at
+    the same index of `replacements`, and where each replacement lies in the new text. `trim`: that
+    place leaves out the punctuation a replacement starts or ends with ("Transportes Gil S.A." is
+    written whole, its span ends before the last dot), as spans everywhere in the project do.
+    Placeholders, surrogates and redaction all rewrite text through this one function."""
+    pieces: list[str] = []
+    placed: list[tuple[int, int]] = []
+    cursor = length = 0  # cursor: in the old text; length: of the new text so far
+    for (start, end), value in zip(spans, replacements, strict=True):
+        pieces.append(text[cursor:start])
+        length += start - cursor
+        lead, tail = trim_span(value, 0, len(value)) if trim else (0, len(value))
+        placed.append((length + lead, length + tail))
+        pieces.append(value)
+        length += len(value)
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces), placed
