@@ -309,25 +309,14 @@ class ShardJournal:
         self.handle = None
 
     def _load(self) -> list[dict[str, Any]]:
-        import json
+        from .readers.jsonl import whole_json_lines
 
         if not self.path.exists():
             return []
-        entries: list[dict[str, Any]] = []
-        with self.path.open("rb") as handle:
-            for lineno, raw in enumerate(handle):
-                try:
-                    if not raw.endswith(b"\n"):
-                        raise ValueError("torn line")
-                    data = json.loads(raw.decode("utf-8"))
-                except ValueError:
-                    break
-                if lineno == 0:
-                    if data.get("fingerprint") != self.fingerprint:
-                        return []  # other settings (mode, key, pipelines...): nothing to resume
-                    continue
-                entries.append(data)
-        return entries
+        rows, _ = whole_json_lines(self.path)
+        if not rows or not isinstance(rows[0], dict) or rows[0].get("fingerprint") != self.fingerprint:
+            return []  # no header, or other settings (mode, key, pipelines...): nothing to resume
+        return rows[1:]
 
     def start(self, keep: int) -> None:
         """Keep the first `keep` committed shards, forget the rest, and open for appending."""

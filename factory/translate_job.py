@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections import Counter
@@ -27,6 +26,7 @@ from . import PROJECT_ROOT
 from .argos_env import ArgosRoute, RouteMissing
 from .netguard import no_network
 from .placeholders import without_placeholder_text
+from .readers.jsonl import whole_json_lines
 from .records import (OutputError, Record, RecordError, append_line, append_record, read_records, write_json_atomic,
                       write_text_atomic)
 from .scaleout import ClusterOptions, Shard, ShardTask, run_shards, shards_of
@@ -131,18 +131,10 @@ def _load_done(out_path: Path) -> tuple[set[str], list[dict[str, Any]], list[dic
     for path, bucket in ((out_path, kept), (_dropped_path(out_path), dropped)):
         if not path.exists():
             continue
-        good_bytes = 0
-        with path.open("rb") as handle:
-            for raw in handle:
-                try:
-                    data = json.loads(raw.decode("utf-8"))
-                    if not raw.endswith(b"\n"):
-                        raise ValueError("torn line")
-                except ValueError:
-                    break  # a line cut by a crash: everything after it is rewritten
-                good_bytes += len(raw)
-                done.add(str(data["id"]))
-                bucket.append(data)
+        rows, good_bytes = whole_json_lines(path)  # a line cut by a crash: everything after it is rewritten
+        for data in rows:
+            done.add(str(data["id"]))
+            bucket.append(data)
         if good_bytes < path.stat().st_size:
             try:
                 os.truncate(path, good_bytes)

@@ -269,3 +269,17 @@ def test_meddocan_train_reads_cleanly():
     assert report.dropped_labels["SEXO_SUJETO_ASISTENCIA"] > 0
     assert set(report.labels) <= {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
     assert report.labels["PERSON"] > 1000
+
+
+def test_whole_json_lines_stops_at_a_torn_or_broken_line(tmp_path):
+    """What a killed appender leaves: the whole lines before the first cut or unparsable one, and
+    their byte length, so translate and redact's journal resume from exactly there."""
+    from deid_factory.readers.jsonl import whole_json_lines
+
+    path = tmp_path / "out.jsonl"
+    path.write_bytes(b'{"id": "a"}\n{"id": "b"}\n{"id": "c"')
+    assert whole_json_lines(path) == ([{"id": "a"}, {"id": "b"}], len(b'{"id": "a"}\n{"id": "b"}\n'))
+    path.write_bytes(b'{"id": "a"}\nnot json\n{"id": "c"}\n')
+    assert whole_json_lines(path) == ([{"id": "a"}], len(b'{"id": "a"}\n'))
+    path.write_bytes(b"")
+    assert whole_json_lines(path) == ([], 0)

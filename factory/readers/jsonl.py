@@ -12,8 +12,9 @@ empty file is reported too (a corpus file with no record is almost always a mist
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import srsly
 
@@ -32,6 +33,25 @@ def jsonl_lines(file: Path) -> Iterator[tuple[int, str | None]]:
                 yield lineno, None
                 continue
             yield lineno, strip_bom(line) if lineno == 1 else line
+
+
+def whole_json_lines(path: Path) -> tuple[list[Any], int]:
+    """The JSON values of path's lines up to the first one cut short (no final newline) or not
+    parsing -- what a process killed while appending leaves -- and the byte length of that whole
+    prefix. Resumable outputs (translate's records, redact's shard journal) keep the prefix and
+    write on from there."""
+    values: list[Any] = []
+    whole = 0
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                values.append(json.loads(raw.decode("utf-8")))
+            except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
+                break
+            whole += len(raw)
+    return values, whole
 
 
 def _record(line: str, where: str, lang: str) -> RawRecord:
