@@ -357,14 +357,14 @@ def dev_scores(pipeline_dir: str | Path, dev_data) -> dict:
 def _dev_docbin(dev_data, lang: str, path: Path) -> Path:
     """An annotated dev set as a DocBin with the runtime tokenizer (as splits.write_splits makes them);
     documents whose spans cannot be entities (overlaps) are left out and counted in the log."""
-    import spacy
     from spacy.tokens import DocBin
 
+    from deid_runtime.tokenization import blank as phi_blank
+
     from .records import Record, Span
-    from deid_runtime.tokenization import customize_tokenizer
     from .splits import record_to_doc
 
-    nlp = customize_tokenizer(spacy.blank(lang))
+    nlp = phi_blank(lang)
     db, skipped = DocBin(store_user_data=False), 0
     for rid, text, spans in dev_data:
         doc = record_to_doc(nlp, Record(rid, lang, text, [Span(a, b, label) for a, b, label in spans]))

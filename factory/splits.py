@@ -110,14 +110,13 @@ def write_splits(records: list[Record], out_dir: str | Path, spacy_lang: str, ra
     fixed = dict(fixed or {})
     if set(fixed.values()) - set(SPLITS):
         raise ValueError(f"unknown split in {sorted(set(fixed.values()))}")
-    import spacy
     from spacy.tokens import DocBin
 
-    from deid_runtime.tokenization import customize_tokenizer
+    from deid_runtime.tokenization import blank as phi_blank
 
     out_dir = Path(out_dir)  # created by the first write (write_bytes_atomic), which names it if that fails
     # the same tokenizer rules as the assembled deid_<lang>: training sees the runtime's tokens
-    nlp = customize_tokenizer(spacy.blank(spacy_lang))
+    nlp = phi_blank(spacy_lang)
     docs: dict[str, Any] = {}
     misaligned: list[str] = []
     retokenized = 0

@@ -586,12 +586,10 @@ def pack_of(nlp):
 
 def pack_pipeline(pack, lang: str = "xx"):
     """A pipeline of one regex pack alone (multilingual tokenizer), for the union fallback."""
-    import spacy
-
     from . import pack_component  # noqa: F401  (registers deid_regex_pack)
-    from .tokenization import customize_tokenizer
+    from .tokenization import blank as phi_blank
 
-    nlp = customize_tokenizer(spacy.blank(lang))
+    nlp = phi_blank(lang)
     nlp.add_pipe("deid_regex_pack", config={"pack_dir": None, "write_ents": True}).pack = pack
     return nlp
 
@@ -813,11 +811,9 @@ class Router:
             doc = None
             if with_docs:
                 if self._union_tokenizer is None:
-                    import spacy
+                    from .tokenization import blank as phi_blank
 
-                    from .tokenization import customize_tokenizer
-
-                    self._union_tokenizer = customize_tokenizer(spacy.blank("xx")).tokenizer
+                    self._union_tokenizer = phi_blank("xx").tokenizer
                 doc = _doc_from_spans(self._union_tokenizer, text, spans, {"deid": spans})
             results.append((doc, spans))
         return results

@@ -58,3 +58,12 @@ def create_tokenizer() -> Callable[[Language], object]:
         return customize_tokenizer(nlp).tokenizer
 
     return make
+
+
+def blank(lang: str) -> Language:
+    """A blank `lang` pipeline whose tokenizer is the registered PHI tokenizer, set through the config
+    exactly as in the training configs and the assembled pipelines (`[nlp] tokenizer`): the
+    training DocBins, the router's pack-only pipelines and self-training's notes are cut alike."""
+    import spacy
+
+    return spacy.blank(lang, config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER_NAME}}})
