@@ -302,8 +302,8 @@ def surrogate_file(
     build in the source's own language, or the native share of a mixed build) keeps the values the
     generator wrote: they are already fictitious and of the target locale, and the generator writes
     them in far more forms than the surrogate engine (floors and doors of addresses, streets named
-    after people, hospitals in many forms). Re-drawing them cost deid_es 8 points of strict F1 and
-    7 of token recall on real notes (docs/corpus.md). Translated records get surrogates as before.
+    after people, hospitals in many forms). Re-drawing them cost deid_es 7.3 points of strict F1 and
+    6.8 of token recall on real notes (docs/corpus.md). Translated records get surrogates as before.
     """
     from ..splits import parse_ratios, write_splits
 
