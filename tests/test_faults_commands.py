@@ -214,13 +214,7 @@ def test_full_disk(fault_case, fault_inputs, argos_env, tmp_path, capsys):
         assert len(_whole_jsonl_lines(after.pop("redacted.jsonl.partial", b""))) < N_RECORDS
         _whole_jsonl_lines(after.pop("redacted.jsonl.redact-journal.jsonl", b""))
         assert after == before, sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))
-        resumed, with_room = folder.with_name("resumed"), folder.with_name("with_room")
-        shutil.copytree(run.after, resumed)
-        shutil.copytree(folder, with_room)
-        for copy in (resumed, with_room):
-            code, _, err = _factory(_moved(c.again, folder, copy), capsys)
-            assert code == 0, err
-        assert (resumed / "redacted.jsonl").read_bytes() == (with_room / "redacted.jsonl").read_bytes()
+        _resume_gives_the_bytes_of_a_run_with_room(run.after, folder, c, capsys, "redacted.jsonl")
         return
     if not c.appends:
         assert after == before, sorted(k for k in set(after) | set(before) if after.get(k) != before.get(k))
@@ -231,14 +225,21 @@ def test_full_disk(fault_case, fault_inputs, argos_env, tmp_path, capsys):
     done, earlier = after["tr.jsonl"], before["tr.jsonl"]
     assert done.startswith(earlier) and len(_whole_jsonl_lines(earlier)) < len(_whole_jsonl_lines(done)) < N_RECORDS
     assert set(after) == set(before)
+    resumed = _resume_gives_the_bytes_of_a_run_with_room(run.after, folder, c, capsys, "tr.jsonl")
+    assert len(list(read_records(resumed / "tr.jsonl"))) == N_RECORDS
+
+
+def _resume_gives_the_bytes_of_a_run_with_room(after_fault: Path, folder: Path, c: Case, capsys, output: str) -> Path:
+    """Re-run the command with room on a copy of what the full disk left, and on a copy of the
+    folder before the fault: `output` must come out the same bytes. Returns the resumed folder."""
     resumed, with_room = folder.with_name("resumed"), folder.with_name("with_room")
-    shutil.copytree(run.after, resumed)
+    shutil.copytree(after_fault, resumed)
     shutil.copytree(folder, with_room)
     for copy in (resumed, with_room):
         code, _, err = _factory(_moved(c.again, folder, copy), capsys)
         assert code == 0, err
-    assert (resumed / "tr.jsonl").read_bytes() == (with_room / "tr.jsonl").read_bytes()
-    assert len(list(read_records(resumed / "tr.jsonl"))) == N_RECORDS
+    assert (resumed / output).read_bytes() == (with_room / output).read_bytes()
+    return resumed
 
 
 # ----------------------------------------------------------------------------- unwritable folder
