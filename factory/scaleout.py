@@ -193,15 +193,10 @@ def run_shards(task: ShardTask, shards: Iterable[Shard], commit: Callable[[Shard
         for shard in shards:
             if state is None:
                 state = task.setup(task.config)
-            result = _run_here(task, state, shard)
-            commit(shard, result)
+            commit(shard, task.run(state, shard.payload))
         return
     with _dask_client(cluster) as client:
         _run_on_cluster(client, task, shards, commit)
-
-
-def _run_here(task: ShardTask, state: Any, shard: Shard) -> Any:
-    return task.run(state, shard.payload)
 
 
 class _dask_client:
