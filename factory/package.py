@@ -37,7 +37,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PACKAGE_DIR, PROJECT_ROOT
 from .locale import packs_dir
-from .records import OutputError, writes_to
+from .records import WRITE_ONLY_ERRNOS, OutputError, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def _pip_wheel(source: Path | str, dist: Path, what: str) -> Path:
 
 # Errors of pip's build that only writing causes (pip prints the OSError: "[Errno 28] No space left
 # on device"); EACCES too, since pip only writes into the folders this module gives it.
-_PIP_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES}
+_PIP_WRITE_ERRNOS = WRITE_ONLY_ERRNOS | {errno.EACCES}
 
 
 def _raise_if_write_failure(stderr: str, dist: Path) -> None:

@@ -154,7 +154,7 @@ class OutputError(OSError):
 
 
 # errno values only a write can cause: disk full, quota exceeded, read-only file system, file too large
-_WRITE_ONLY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+WRITE_ONLY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG}
 
 
 @contextmanager
@@ -171,12 +171,12 @@ def writes_to(path: str | Path) -> Iterator[None]:
         # file as (src, dst, "[Errno N] reason: ...") strings and raises them together, errno unset
         failures = err.args[0] if err.args and isinstance(err.args[0], list) else []
         found = {int(m[1]) for *_, why in failures for m in [re.match(r"\[Errno (\d+)\]", str(why))] if m}
-        write_only = sorted(found & _WRITE_ONLY_ERRNOS)
+        write_only = sorted(found & WRITE_ONLY_ERRNOS)
         if write_only:
             raise OutputError(path, OSError(write_only[0], os.strerror(write_only[0]))) from None
         raise
     except OSError as err:
-        if err.errno in _WRITE_ONLY_ERRNOS:
+        if err.errno in WRITE_ONLY_ERRNOS:
             raise OutputError(path, err) from None
         raise
 
