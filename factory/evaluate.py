@@ -259,6 +259,7 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     if extra:
         metrics["also"] = [{"corpus": str(path), **score_corpus(nlp, d, batch_size)} for path, d in extra]
     if RECALL_KNOB in nlp.pipe_names:
+        metrics["packaged_o_bias"] = nlp.get_pipe(RECALL_KNOB).o_bias  # the scores above decode with it
         # the curve is drawn on the real corpus when there is one (what the preset is chosen on)
         for scored, d in [(metrics, data)] + [(m, d) for m, (_, d) in zip(metrics.get("also", []), extra)]:
             scored["recall_curve"] = recall_curve(nlp, d, batch_size=batch_size)
@@ -324,7 +325,9 @@ def _corpus_section(metrics: dict) -> list[str]:
     tp = metrics.get("throughput", {})
     lines += ["", f"Throughput: {tp.get('docs_per_s')} docs/s, {tp.get('words_per_s')} words/s."]
     if metrics.get("recall_curve"):
-        lines += ["", "Recall knob (`deid_tagger` o_bias; combined pipeline):", "",
+        packaged = f"; the scores above use this pipeline's own o_bias {metrics['packaged_o_bias']}" \
+            if "packaged_o_bias" in metrics else ""
+        lines += ["", f"Recall knob (`deid_tagger` o_bias; combined pipeline{packaged}):", "",
                   "| o_bias | token recall | token precision | docs fully redacted | strict P | strict R | strict F1 |",
                   "|---|---|---|---|---|---|---|"]
         for row in metrics["recall_curve"]:

@@ -96,9 +96,28 @@ def default_pack_dir(lang: str) -> Path:
     return packs_dir(PROJECT_ROOT) / lang
 
 
+def set_recall_bias(pipeline_dir: str | Path, bias: float) -> None:
+    """Write `bias` as the o_bias of the saved pipeline's deid_tagger (its config.cfg), so that
+    spacy.load gives the pipeline with that recall setting; a pipeline without the tagger (regex
+    only, or spaCy's parser NER) is left as it is."""
+    from thinc.api import Config
+
+    from deid_runtime.biluo_tagger import recall_bias
+
+    path = Path(pipeline_dir) / "config.cfg"
+    config = Config().from_disk(path, interpolate=False)
+    tagger = config.get("components", {}).get("deid_tagger")
+    if tagger is None:
+        return
+    tagger["o_bias"] = recall_bias(bias)
+    config.to_disk(path)
+
+
 def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Path,
-                      pack_dir: str | Path | None = None, version: str = "0.1.0"):
-    """NER model (or none: a blank `lang` pipeline) + regex pack + merger, saved to out_dir."""
+                      pack_dir: str | Path | None = None, version: str = "0.1.0", recall_bias: float = 0.0):
+    """NER model (or none: a blank `lang` pipeline) + regex pack + merger, saved to out_dir.
+    recall_bias: the o_bias the saved deid_tagger decodes with (docs/training.md, "Recall setting");
+    the model is trained with 0, the packaged pipeline gets the build's `recall_bias` var."""
     import spacy
 
     from deid_runtime.regex_pack import RegexPack
@@ -132,7 +151,13 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         "license": "MIT",
         "requirements": list(WHEEL_REQUIREMENTS),
     })
-    write_dir_atomic(Path(out_dir), nlp.to_disk)
+    def save(folder: Path) -> None:
+        nlp.to_disk(folder)
+        set_recall_bias(folder, recall_bias)
+
+    write_dir_atomic(Path(out_dir), save)
+    if "deid_tagger" in nlp.pipe_names:
+        nlp.get_pipe("deid_tagger").o_bias = float(recall_bias)  # the returned object decodes as the saved one
     return nlp
 
 
@@ -290,10 +315,12 @@ def assemble_command(
     out: Path = typer.Option(..., "--out", "-o", help="Output pipeline folder"),
     pack_dir: Path = typer.Option(None, "--pack-dir", help="Regex pack folder (default regex_packs/<lang>)"),
     version: str = typer.Option("0.1.0", "--version"),
+    recall_bias: float = typer.Option(0.0, "--recall-bias", min=0.0,
+                                      help="o_bias of the packaged deid_tagger (0 = as trained; the build passes its recall_bias var)"),
 ) -> None:
     """Assemble deid_<lang>: NER + regex pack + merger in one spaCy pipeline folder."""
     try:
-        nlp = assemble_pipeline(model, lang, out, pack_dir=pack_dir, version=version)
+        nlp = assemble_pipeline(model, lang, out, pack_dir=pack_dir, version=version, recall_bias=recall_bias)
     except PackageError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)

@@ -394,7 +394,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
                pipeline_out: str | Path | None = None, pack_dir: str | Path | None = None, version: str = "0.1.0",
                settings: Mapping[str, Any] | None = None, gpu_id: int = -1, max_epochs: int = 20, patience: int = 5,
                init: str = "blank", seed: int | None = None, vectors: str = "", batch_size: int = 32,
-               label_map: str | None = None) -> dict:
+               label_map: str | None = None, recall_bias: float = 0.0) -> dict:
     """Self-train; returns the report also written to OUT/selftrain_report.json.
 
     pipeline_dir: the assembled pipeline that labels the notes, or a trained model folder
@@ -409,7 +409,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
     from spacy.tokens import DocBin
 
     from .evaluate import load_corpus
-    from .package import assemble_pipeline
+    from .package import assemble_pipeline, set_recall_bias
     from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
     from .train import train_model
 
@@ -511,7 +511,10 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
     report.update({"best_round": best_round, "best_dev": best, "stopped": stopped,
                    "pipeline": str(pipeline_out) if pipeline_out is not None else str(best_pipeline)})
     if pipeline_out is not None:
+        # the rounds label and score with the models' own decoding (o_bias 0, as measured); only
+        # the pipeline the build packages gets its recall setting
         _copy_pipeline(best_pipeline, Path(pipeline_out))
+        set_recall_bias(pipeline_out, recall_bias)
     write_text_atomic(out_dir / "selftrain_report.json", srsly.json_dumps(report, indent=2))
     return report
 
@@ -541,11 +544,13 @@ def selftrain_command(
     init: str = typer.Option("blank", "--init"),
     seed: int = typer.Option(None, "--seed"),
     vectors: str = typer.Option("", "--vectors"),
+    recall_bias: float = typer.Option(0.0, "--recall-bias", min=0.0,
+                                      help="o_bias of the deid_tagger in --pipeline-out (the build passes its recall_bias var)"),
 ) -> None:
     """Self-training: label unlabeled notes with the pipeline, keep the confident spans, retrain on
     gold + pseudo labels, repeat while dev strict F1 improves. Reports counts and scores, no text."""
     from .evaluate import EvalError
-    from .package import PackageError, assemble_pipeline
+    from .package import PackageError, assemble_pipeline, set_recall_bias
     from .train import TrainError
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -556,8 +561,10 @@ def selftrain_command(
                 if _is_pipeline(pipeline):
                     if pipeline.resolve() != pipeline_out.resolve():
                         _copy_pipeline(pipeline, pipeline_out)
+                    set_recall_bias(pipeline_out, recall_bias)
                 else:
-                    assemble_pipeline(pipeline, lang, pipeline_out, pack_dir=pack_dir, version=version)
+                    assemble_pipeline(pipeline, lang, pipeline_out, pack_dir=pack_dir, version=version,
+                                      recall_bias=recall_bias)
             write_text_atomic(out / "selftrain_report.json",
                               srsly.json_dumps({"skipped": "no unlabeled notes (unlabeled_path '-')", "rounds": []}, indent=2))
             typer.echo("selftrain: no unlabeled notes given: the pipeline stays as trained")
@@ -567,7 +574,8 @@ def selftrain_command(
         report = self_train(pipeline, unlabeled, train, dev, config, out, lang=lang, corpus_dir=corpus_dir,
                             pipeline_out=pipeline_out, pack_dir=pack_dir, version=version,
                             settings=load_settings(settings_file, rounds=rounds), gpu_id=gpu_id, max_epochs=max_epochs,
-                            patience=patience, init=init, seed=seed, vectors=vectors, label_map=label_map)
+                            patience=patience, init=init, seed=seed, vectors=vectors, label_map=label_map,
+                            recall_bias=recall_bias)
     except (SelfTrainError, TrainError, PackageError, EvalError, RecordError, OutputError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)

@@ -128,6 +128,30 @@ def test_tagger_pipeline_gets_a_recall_curve(train_tagger_pipeline, train_corpus
     assert nlp.get_pipe("deid_tagger").o_bias == 4.0
 
 
+def test_the_build_packages_its_recall_setting(train_tagger_pipeline, train_corpus, tmp_path):
+    """assemble --recall-bias (the build's recall_bias var) writes the o_bias into the saved pipeline:
+    spacy.load gives it, and it decodes as the knob does at that value (more redacted tokens than
+    the model's own decoding), while a model trained with o_bias 0 is left as trained."""
+    import spacy
+
+    from deid_factory.evaluate import load_corpus, recall_curve
+    from deid_factory.package import assemble_pipeline
+
+    model = train_tagger_pipeline.parent / "model" / "model-best"
+    assert spacy.load(model).get_pipe("deid_tagger").o_bias == 0.0
+    data = load_corpus(train_corpus / "test.jsonl")
+    assemble_pipeline(model, "es", tmp_path / "biased", recall_bias=30.0)
+    biased = spacy.load(tmp_path / "biased")
+    assert biased.get_pipe("deid_tagger").o_bias == 30.0
+    own = recall_curve(biased, data, biases=(0.0,))[0]
+    as_packaged = recall_curve(biased, data, biases=(30.0,))[0]
+    from deid_factory.evaluate import leak_scores, predict
+
+    texts = [t for _, t, _ in data]
+    packaged = leak_scores(texts, [g for _, _, g in data], predict(biased, texts)["combined"])
+    assert packaged["redacted_tokens"] == as_packaged["redacted_tokens"] > own["redacted_tokens"]
+
+
 def test_brat_folder_is_read_with_a_label_map(tmp_path):
     (tmp_path / "c1.txt").write_text("Nombre: Ana Gil. Fecha: 01/02/2020.", encoding="utf-8")
     (tmp_path / "c1.ann").write_text("T1\tNOMBRE_SUJETO_ASISTENCIA 8 15\tAna Gil\nT2\tFECHAS 24 34\t01/02/2020\n",
