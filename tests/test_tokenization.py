@@ -49,3 +49,18 @@ def test_training_config_tokenizes_like_the_runtime():
         nlp = load_model_from_config(config, auto_fill=True)
         text = "Edad:62 años. NASS:16 911364589 54. Domicilio: C/ Ontiveros 19, 4 D."
         assert [t.text for t in nlp.make_doc(text)] == [t.text for t in customize_tokenizer(spacy.blank("es"))(text)]
+
+
+@pytest.mark.parametrize("lang", ["es", "fr", "it", "pt", "nl", "en", "de"])
+def test_address_ends_ordinals_glued_labels_and_commas_are_split(lang):
+    """Boundaries that cut gold spans of the synthetic corpus mid-token (169 of 23,714 spans before
+    these rules, 16 after): "s/n." ends an address, "8º." a floor, "Fdo.:NAME" and "C.P.:09101"
+    glue an abbreviated label, "Somoza,9" glues two values. A decimal stays whole."""
+    nlp = customize_tokenizer(spacy.blank(lang))
+    text = "Avda. del Puerto s/n. Piso 8º. Fdo.:LOURDES Gil. C.P.:09101 Somoza,9 y 2003,en. Tel.:+34 600 V/6 km 9,1."
+    doc = nlp(text)
+    for anchor, phi in (("Avda", "Avda. del Puerto s/n"), ("Piso", "Piso 8º"), ("LOURDES", "LOURDES Gil"), ("09101", "09101"),
+                        ("Somoza,9", "Somoza"), ("Somoza,9", "9"), ("2003,", "2003"), ("+34", "+34 600"), ("V/6", "6")):
+        start = text.index(anchor) + (anchor.index(phi) if phi in anchor else 0)
+        assert doc.char_span(start, start + len(phi), alignment_mode="strict") is not None, (lang, phi)
+    assert "9,1" in [t.text for t in doc]
