@@ -570,10 +570,22 @@ class Note:
             n_surnames = int(self.lex.get("surnames", 1))
             if "one_surname_p" in spec and rng.random() < float(spec["one_surname_p"]):
                 n_surnames = 1
-            surnames = [self.fake.last_name() for _ in range(n_surnames)]
+            surnames = [self._surname() for _ in range(n_surnames)]
             given = self.fake.first_name_male() if sex == "m" else self.fake.first_name_female()
             self.people[role] = Person(role, sex, given, surnames, relation)
         return self.people[role]
+
+    def _surname(self) -> str:
+        """One surname: Faker's, or a form it never draws (lexicon.yml `surname_forms`): a surname
+        with a particle from the locale's list, or two joined ("García-Ripoll")."""
+        forms, rng = self.lex.get("surname_forms") or {}, self.rng
+        particles = forms.get("particle_surnames") or []
+        if particles and rng.random() < float(forms.get("particle_p", 0)):
+            return str(rng.choice(particles))
+        surname = self.fake.last_name()
+        if rng.random() < float(forms.get("compound_p", 0)):
+            surname += str(forms.get("compound_joiner", "-")) + self.fake.last_name()
+        return surname
 
     def number_in_words(self, n: int) -> str:
         words = self.fmt["number_words"]
