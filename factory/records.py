@@ -19,6 +19,8 @@ from typing import Any, Iterable, Iterator
 import srsly
 # trim_span is the runtime's (one boundary set): a model learns the boundaries it is scored on
 from deid_runtime.text import BOUNDARY_CHARS, trim_span  # noqa: F401  (re-exported: records.trim_span)
+# the one YAML mapping loader is the runtime's (regex packs read it too): records.read_yaml_mapping
+from deid_runtime.yamlio import read_yaml_mapping  # noqa: F401  (re-exported)
 
 from .labels import CANONICAL_LABELS
 
@@ -369,22 +371,6 @@ def write_records(path: str | Path, records: Iterable[Record]) -> int:
 
     write_chunks_atomic(path, lines())
     return count
-
-
-def read_yaml_mapping(path: str | Path, error: type[Exception] = ValueError,
-                      expected: str = "a mapping (`key: value`) at the top level") -> dict[str, Any]:
-    """A project data file (settings, lists, rules) that must hold a mapping; an empty file is {}.
-    Invalid YAML or another top-level type raises `error` with one line naming the file."""
-    import yaml
-
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise error(f"{path}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
-    if not isinstance(data, dict):
-        raise error(f"{path}: expected {expected}")
-    return data
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
