@@ -49,3 +49,17 @@ def test_training_config_tokenizes_like_the_runtime():
         nlp = load_model_from_config(config, auto_fill=True)
         text = "Edad:62 años. NASS:16 911364589 54. Domicilio: C/ Ontiveros 19, 4 D."
         assert [t.text for t in nlp.make_doc(text)] == [t.text for t in customize_tokenizer(spacy.blank("es"))(text)]
+
+
+def test_a_model_of_an_older_config_is_given_the_registered_tokenizer(tmp_path):
+    """Assembly takes the tokenizer from the model's config (deid.Tokenizer.v1); a model saved with
+    spaCy's plain tokenizer (a config older than it) is given it, config included, once."""
+    from deid_runtime.tokenization import TOKENIZER_NAME, blank, upgrade_tokenizer
+
+    spacy.blank("es").to_disk(tmp_path / "old")
+    upgrade_tokenizer(spacy.load(tmp_path / "old")).to_disk(tmp_path / "upgraded")
+    reloaded = spacy.load(tmp_path / "upgraded")
+    assert reloaded.config["nlp"]["tokenizer"] == {"@tokenizers": TOKENIZER_NAME}
+    assert [t.text for t in reloaded("NHC:0450932.")] == ["NHC", ":", "0450932", "."]
+    current = blank("es")
+    assert upgrade_tokenizer(current).tokenizer is current.tokenizer  # already named: left as it is
