@@ -180,18 +180,26 @@ def json_lines(path: str | Path) -> Iterator[JsonLine]:
             yield JsonLine(path, lineno, size, complete, value=value)
 
 
-def read_records(path: str | Path) -> Iterator[Record]:
-    """Read a JSONL file of records (`json_lines`' rules); a broken line raises an error naming file and line."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"records file not found: {path}")
+def json_objects(path: str | Path, what: str = "a record") -> Iterator[JsonLine]:
+    """The lines of a JSONL file that holds one JSON object a line, read strictly: blank lines are
+    skipped, and a line that is not UTF-8, not JSON or not an object (`what` must be one) raises
+    RecordError naming file:line. Each line's `value` is its object."""
     for line in json_lines(path):
         if line.blank:
             continue
         if line.problem:
             raise RecordError(f"{line.where}: {line.problem}")
         if not isinstance(line.value, dict):
-            raise RecordError(f"{line.where}: a record must be a JSON object")
+            raise RecordError(f"{line.where}: {what} must be a JSON object")
+        yield line
+
+
+def read_records(path: str | Path) -> Iterator[Record]:
+    """Read a JSONL file of records (`json_objects`); a broken line raises an error naming file and line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"records file not found: {path}")
+    for line in json_objects(path):
         yield Record.from_dict(line.value, where=line.where)
 
 

@@ -49,7 +49,7 @@ import srsly
 import typer
 import yaml
 
-from .records import OutputError, RecordError, json_lines, write_bytes_atomic, write_text_atomic
+from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -126,12 +126,8 @@ def _notes_of(file: Path) -> Iterator[str]:
     from .readers import strip_bom
 
     if file.suffix == ".jsonl":
-        for line in json_lines(file):
-            if line.blank:
-                continue
-            if line.problem:
-                raise RecordError(f"{line.where}: {line.problem}")
-            if not isinstance(line.value, dict) or not isinstance(line.value.get("text"), str):
+        for line in json_objects(file, "a note"):
+            if not isinstance(line.value.get("text"), str):
                 raise RecordError(f"{line.where}: a note needs a string `text` field")
             yield line.value["text"]
     else:

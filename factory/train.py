@@ -26,7 +26,7 @@ from pathlib import Path
 import srsly
 import typer
 
-from .records import DOCBIN_ERRORS, OutputError, RecordError, json_lines, write_text_atomic, writes_to
+from .records import DOCBIN_ERRORS, OutputError, json_objects, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -238,16 +238,12 @@ def _move_into_place(staging: Path, out_dir: Path, names: tuple[str, ...]) -> No
 
 def read_training_log(path: str | Path) -> list[dict]:
     """The training curve: one {epoch, step, score, ents_f, ents_p, ents_r, loss_ner} per evaluation
-    (spaCy's log.jsonl, read by `records.json_lines`; a broken line is a RecordError naming file:line)."""
+    (spaCy's log.jsonl, read by `records.json_objects`: a broken line is a RecordError naming file:line)."""
     path = Path(path)
     if not path.exists():
         return []
     rows = []
-    for line in json_lines(path):
-        if line.blank:
-            continue
-        if line.problem or not isinstance(line.value, dict):
-            raise RecordError(f"{line.where}: {line.problem or 'a log entry must be a JSON object'}")
+    for line in json_objects(path, "a log entry"):
         raw = line.value
         scores = raw.get("scores") or {}  # spaCy logs these in percent
         losses = raw.get("losses") or {}
