@@ -121,7 +121,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     import spacy
 
     from deid_runtime.regex_pack import RegexPack
-    from deid_runtime.tokenization import customize_tokenizer
+    from deid_runtime.tokenization import blank as phi_blank, upgrade_tokenizer
 
     pack_dir = Path(pack_dir) if pack_dir else default_pack_dir(lang)
     if not (pack_dir / "pack.yml").exists():
@@ -129,12 +129,14 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     if model_dir is not None:
         if not Path(model_dir).exists():
             raise PackageError(f"{model_dir}: trained model not found (run the train stage)")
-        nlp = spacy.load(model_dir)
+        # the PHI tokenizer comes with the model: its config names deid.Tokenizer.v1 (the training
+        # config's) and its saved tokenizer holds the rules. A model trained from an older config
+        # (spaCy's plain tokenizer) is given it here, config included.
+        nlp = upgrade_tokenizer(spacy.load(model_dir))
     else:
-        nlp = spacy.blank(lang)
+        nlp = phi_blank(lang)
     if nlp.lang != lang:
         log.warning("model language %s differs from %s", nlp.lang, lang)
-    customize_tokenizer(nlp)  # PHI token boundaries, as in the training DocBins; saved with the tokenizer
     for name in ("deid_regex_pack", "deid_merger"):
         if name in nlp.pipe_names:
             nlp.remove_pipe(name)

@@ -19,6 +19,8 @@ from typing import Any, Iterable, Iterator
 import srsly
 # trim_span is the runtime's (one boundary set): a model learns the boundaries it is scored on
 from deid_runtime.text import BOUNDARY_CHARS, trim_span  # noqa: F401  (re-exported: records.trim_span)
+# the one YAML mapping loader is the runtime's (regex packs read it too): records.read_yaml_mapping
+from deid_runtime.yamlio import read_yaml_mapping  # noqa: F401  (re-exported)
 
 from .labels import CANONICAL_LABELS
 
@@ -111,22 +113,94 @@ def validate_record(record: Record, where: str = "<records>", canonical_only: bo
         raise RecordError(f"{where}: record {record.id!r}: " + "; ".join(problems))
 
 
+BOM = "\ufeff"  # byte order mark, as decoded from UTF-8 (Windows editors write one)
+_BOM_BYTES = BOM.encode("utf-8")
+
+NOT_UTF8 = "not UTF-8"
+NOT_JSON = "not valid JSON"
+
+
+@dataclass(frozen=True)
+class JsonLine:
+    """One line of a JSONL file, as `json_lines` reads it."""
+
+    path: Path
+    lineno: int  # from 1
+    size: int  # bytes the line takes in the file: its "\n" and, on line 1, a BOM included
+    complete: bool  # ends with "\n" (False: the last line of a file without a final newline, or cut short by a crash)
+    blank: bool = False  # nothing but white space: no value, no problem
+    value: Any = None  # the parsed JSON value (any JSON type: the caller checks it)
+    problem: str | None = None  # NOT_UTF8 or NOT_JSON: why the line has no value (never its content: PHI)
+
+    @property
+    def where(self) -> str:
+        """file:line, for messages (never the line's content: it may hold PHI)."""
+        return f"{self.path}:{self.lineno}"
+
+
+def json_lines(path: str | Path) -> Iterator[JsonLine]:
+    """Every line of a JSONL file, parsed: the one JSONL splitter of the factory (records between
+    stages, corpus JSONL, redact's inputs, the notes of self-training, resumable outputs and journals,
+    spaCy's training log). The rules, for every caller:
+
+    * lines are split on "\n" only, read and decoded one by one (a file of any size; a line that is
+      not UTF-8 costs that line only, and is named by its own number): str.splitlines() would also
+      split inside a record at a U+2028 or U+0085, which JSON allows raw in strings, and a CRLF's
+      "\r" is white space around the JSON;
+    * a UTF-8 byte order mark (BOM) at the start of the file is dropped (its bytes count in `size`);
+    * a blank line (white space only) is yielded with `blank` set, for callers that count bytes, and
+      is otherwise skipped by every caller;
+    * a line that is not UTF-8 or not valid JSON (srsly's parser: strict JSON) is yielded with
+      `problem` set; what to do is the caller's: raise naming `where`, skip it, or stop there;
+    * the last line may lack its "\n" (`complete` False): a file whose last line only lacks the
+      newline is read like any other, and a last line cut short by a crash does not parse (NOT_JSON).
+      Resumable outputs (`readers.jsonl.whole_json_lines`) stop at an incomplete line even when it
+      parses, since their writer would glue the next line onto it.
+
+    Opening the file may raise OSError (FileNotFoundError...), left to the caller."""
+    path = Path(path)
+    with path.open("rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            size, complete = len(raw), raw.endswith(b"\n")
+            if lineno == 1 and raw.startswith(_BOM_BYTES):
+                raw = raw[len(_BOM_BYTES):]
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield JsonLine(path, lineno, size, complete, problem=NOT_UTF8)
+                continue
+            if not line.strip():
+                yield JsonLine(path, lineno, size, complete, blank=True)
+                continue
+            try:
+                value = srsly.json_loads(line)
+            except ValueError:
+                yield JsonLine(path, lineno, size, complete, problem=NOT_JSON)
+                continue
+            yield JsonLine(path, lineno, size, complete, value=value)
+
+
+def json_objects(path: str | Path, what: str = "a record") -> Iterator[JsonLine]:
+    """The lines of a JSONL file that holds one JSON object a line, read strictly: blank lines are
+    skipped, and a line that is not UTF-8, not JSON or not an object (`what` must be one) raises
+    RecordError naming file:line. Each line's `value` is its object."""
+    for line in json_lines(path):
+        if line.blank:
+            continue
+        if line.problem:
+            raise RecordError(f"{line.where}: {line.problem}")
+        if not isinstance(line.value, dict):
+            raise RecordError(f"{line.where}: {what} must be a JSON object")
+        yield line
+
+
 def read_records(path: str | Path) -> Iterator[Record]:
-    """Read a JSONL file of records; a broken line raises an error naming file and line."""
+    """Read a JSONL file of records (`json_objects`); a broken line raises an error naming file and line."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"records file not found: {path}")
-    with path.open("r", encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                data = srsly.json_loads(line)
-            except ValueError:
-                raise RecordError(f"{path}:{lineno}: not valid JSON") from None
-            if not isinstance(data, dict):
-                raise RecordError(f"{path}:{lineno}: a record must be a JSON object")
-            yield Record.from_dict(data, where=f"{path}:{lineno}")
+    for line in json_objects(path):
+        yield Record.from_dict(line.value, where=line.where)
 
 
 # What spaCy's DocBin().from_disk raises for a file that is not a DocBin (measured on random bytes,
@@ -305,22 +379,6 @@ def write_records(path: str | Path, records: Iterable[Record]) -> int:
 
     write_chunks_atomic(path, lines())
     return count
-
-
-def read_yaml_mapping(path: str | Path, error: type[Exception] = ValueError,
-                      expected: str = "a mapping (`key: value`) at the top level") -> dict[str, Any]:
-    """A project data file (settings, lists, rules) that must hold a mapping; an empty file is {}.
-    Invalid YAML or another top-level type raises `error` with one line naming the file."""
-    import yaml
-
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise error(f"{path}: not valid YAML ({getattr(err, 'problem', None) or err})") from None
-    if not isinstance(data, dict):
-        raise error(f"{path}: expected {expected}")
-    return data
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

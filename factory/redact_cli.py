@@ -43,6 +43,7 @@ Outputs (--format; --mode tag | mask | surrogate redact, --mode annotate annotat
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -56,8 +57,7 @@ from typing import Iterator
 import srsly
 import typer
 
-from .readers import BOM
-from .records import OutputError, Record, Span, append_line, write_text_atomic
+from .records import BOM, OutputError, Record, Span, append_line, json_lines, write_text_atomic
 from deid_runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
 from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of
 from deid_runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
@@ -69,7 +69,6 @@ ANNOTATE = "annotate"
 CLI_MODES = (*MODES, ANNOTATE)
 EXIT_INCOMPLETE = 3
 _SAFE_ID = re.compile(r"[^\w.\-]+")
-BOM_BYTES = BOM.encode("utf-8")
 INPUT_SUFFIXES = (".txt", ".jsonl")
 
 
@@ -168,50 +167,39 @@ def iter_sources(files: list[tuple[Path, Path]], problems: list[dict]) -> Iterat
 
 
 def _jsonl_sources(path: Path, problems: list[dict]) -> Iterator[Source | int]:
-    """One Source per record line, read line by line (a file of any size); the byte count of each
-    line skipped. Lines are decoded one by one, so that one line that is not UTF-8 costs that
-    record only. Split on "\\n" only: str.splitlines() would also split inside a record at a
-    U+2028, U+0085..., which JSON allows raw in strings; a CRLF's "\\r" is whitespace around the
-    JSON, and a BOM before the first record is dropped."""
+    """One Source per record line, read line by line by `records.json_lines` (a file of any size;
+    a line that is not UTF-8 costs that record only; split on "\n" only, a BOM before the first
+    record dropped); the byte count of each line skipped."""
     found = False
+    lines = json_lines(path)
     try:
-        handle = path.open("rb")
+        first = next(lines, None)  # opens the file: one that cannot be opened is skipped
     except OSError as err:
         _skip(problems, str(path), f"unreadable ({err.strerror})")
         return
-    with handle:
-        for lineno, line_bytes in enumerate(handle, start=1):
-            size = len(line_bytes)
-            if lineno == 1 and line_bytes.startswith(BOM_BYTES):
-                line_bytes = line_bytes[len(BOM_BYTES):]
-            if not line_bytes.strip():
-                yield size
-                continue
-            found = True
-            where = f"{path}:{lineno}"
-            try:
-                data = srsly.json_loads(line_bytes.decode("utf-8"))
-            except UnicodeDecodeError:
-                _skip(problems, where, "not UTF-8")
-                yield size
-                continue
-            except ValueError:
-                _skip(problems, where, "not valid JSON")
-                yield size
-                continue
-            if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-                _skip(problems, where, "no `text` string")
-                yield size
-                continue
-            rid = str(data.get("id", f"{path.stem}-{lineno}"))
-            if not data["text"].strip():
-                _skip(problems, where, f"record {rid!r} is empty", logging.WARNING)
-                yield size
-                continue
-            lang = data.get("lang")
-            patient = data.get("patient_id")
-            yield Source(rid, data["text"], where, lang=lang if isinstance(lang, str) and lang.strip() else None, size=size,
-                         patient_id=None if patient is None else str(patient))
+    for line in itertools.chain([first] if first else [], lines):
+        if line.blank:
+            yield line.size
+            continue
+        found = True
+        if line.problem:
+            _skip(problems, line.where, line.problem)
+            yield line.size
+            continue
+        data = line.value
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            _skip(problems, line.where, "no `text` string")
+            yield line.size
+            continue
+        rid = str(data.get("id", f"{path.stem}-{line.lineno}"))
+        if not data["text"].strip():
+            _skip(problems, line.where, f"record {rid!r} is empty", logging.WARNING)
+            yield line.size
+            continue
+        lang = data.get("lang")
+        patient = data.get("patient_id")
+        yield Source(rid, data["text"], line.where, lang=lang if isinstance(lang, str) and lang.strip() else None,
+                     size=line.size, patient_id=None if patient is None else str(patient))
     if not found:
         _skip(problems, str(path), "empty", logging.WARNING)
 

@@ -49,7 +49,7 @@ import srsly
 import typer
 import yaml
 
-from .records import OutputError, RecordError, write_bytes_atomic, write_text_atomic
+from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -124,21 +124,12 @@ def read_unlabeled(path: str | Path, max_notes: int = 0) -> tuple[list[str], dic
 
 def _notes_of(file: Path) -> Iterator[str]:
     from .readers import strip_bom
-    from .readers.jsonl import jsonl_lines
 
     if file.suffix == ".jsonl":
-        for lineno, line in jsonl_lines(file):
-            if line is None:
-                raise RecordError(f"{file}:{lineno}: not UTF-8")
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError:
-                raise RecordError(f"{file}:{lineno}: not valid JSON") from None
-            if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-                raise RecordError(f"{file}:{lineno}: a note needs a string `text` field")
-            yield data["text"]
+        for line in json_objects(file, "a note"):
+            if not isinstance(line.value.get("text"), str):
+                raise RecordError(f"{line.where}: a note needs a string `text` field")
+            yield line.value["text"]
     else:
         try:
             yield strip_bom(file.read_bytes().decode("utf-8"))

@@ -26,7 +26,7 @@ from pathlib import Path
 import srsly
 import typer
 
-from .records import DOCBIN_ERRORS, OutputError, write_text_atomic, writes_to
+from .records import DOCBIN_ERRORS, OutputError, json_objects, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -237,15 +237,14 @@ def _move_into_place(staging: Path, out_dir: Path, names: tuple[str, ...]) -> No
 
 
 def read_training_log(path: str | Path) -> list[dict]:
-    """The training curve: one {epoch, step, score, ents_f, ents_p, ents_r, loss_ner} per evaluation."""
+    """The training curve: one {epoch, step, score, ents_f, ents_p, ents_r, loss_ner} per evaluation
+    (spaCy's log.jsonl, read by `records.json_objects`: a broken line is a RecordError naming file:line)."""
     path = Path(path)
     if not path.exists():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        raw = json.loads(line)
+    for line in json_objects(path, "a log entry"):
+        raw = line.value
         scores = raw.get("scores") or {}  # spaCy logs these in percent
         losses = raw.get("losses") or {}
 

@@ -283,3 +283,17 @@ def test_whole_json_lines_stops_at_a_torn_or_broken_line(tmp_path):
     assert whole_json_lines(path) == ([{"id": "a"}], len(b'{"id": "a"}\n'))
     path.write_bytes(b"")
     assert whole_json_lines(path) == ([], 0)
+
+
+def test_json_lines_rules_bom_blank_torn_and_bad_lines(tmp_path):
+    """The one JSONL splitter: a BOM before the first line dropped, blank lines marked, a line not
+    UTF-8 or not JSON named by its number (never its content), a last line without newline marked."""
+    from deid_factory.records import NOT_JSON, NOT_UTF8, json_lines
+
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"id": "a"}\r\n  \n\xff\n{"id": \n{"t": "x\xe2\x80\xa8y"}\n{"id": "c"}')
+    lines = list(json_lines(path))
+    assert [(x.lineno, x.value, x.problem, x.blank, x.complete) for x in lines] == [
+        (1, {"id": "a"}, None, False, True), (2, None, None, True, True), (3, None, NOT_UTF8, False, True),
+        (4, None, NOT_JSON, False, True), (5, {"t": "x\u2028y"}, None, False, True), (6, {"id": "c"}, None, False, False)]
+    assert sum(x.size for x in lines) == path.stat().st_size and lines[3].where == f"{path}:4"

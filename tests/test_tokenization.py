@@ -64,3 +64,17 @@ def test_address_ends_ordinals_glued_labels_and_commas_are_split(lang):
         start = text.index(anchor) + (anchor.index(phi) if phi in anchor else 0)
         assert doc.char_span(start, start + len(phi), alignment_mode="strict") is not None, (lang, phi)
     assert "9,1" in [t.text for t in doc]
+
+
+def test_a_model_of_an_older_config_is_given_the_registered_tokenizer(tmp_path):
+    """Assembly takes the tokenizer from the model's config (deid.Tokenizer.v1); a model saved with
+    spaCy's plain tokenizer (a config older than it) is given it, config included, once."""
+    from deid_runtime.tokenization import TOKENIZER_NAME, blank, upgrade_tokenizer
+
+    spacy.blank("es").to_disk(tmp_path / "old")
+    upgrade_tokenizer(spacy.load(tmp_path / "old")).to_disk(tmp_path / "upgraded")
+    reloaded = spacy.load(tmp_path / "upgraded")
+    assert reloaded.config["nlp"]["tokenizer"] == {"@tokenizers": TOKENIZER_NAME}
+    assert [t.text for t in reloaded("NHC:0450932.")] == ["NHC", ":", "0450932", "."]
+    current = blank("es")
+    assert upgrade_tokenizer(current).tokenizer is current.tokenizer  # already named: left as it is

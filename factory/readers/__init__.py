@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..labels import CANONICAL_LABELS, load_label_map
-from ..records import Record, RecordError, Span, span_problems, trim_span
+from ..records import BOM, Record, RecordError, Span, span_problems, trim_span
 
 FORMATS = ("brat", "jsonl", "docbin", "i2b2", "synth")
 # Formats whose records are generated, not read: `n` and `seed` say how many and which; INPUT is
@@ -62,9 +62,6 @@ class RawRecord:
 def unreadable(rid: str, source: str, error: RecordError | str) -> RawRecord:
     """The placeholder a reader yields for a file, line or record it could not read."""
     return RawRecord(id=rid, text="", spans=[], source=source, error=str(error))
-
-
-BOM = "\ufeff"  # byte order mark, as decoded from UTF-8 (Windows editors write one)
 
 
 def strip_bom(text: str) -> str:

@@ -20,17 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-import yaml
-
 from .canonical import CANONICAL_LABELS
 from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
 from .validators import get_validator
+from .yamlio import read_yaml_mapping
 
 PACK_FILES = ("pack.yml", "context.yml")
 _FLAG_NAMES = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE, "VERBOSE": re.VERBOSE, "X": re.VERBOSE}
 _VOCAB_REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # A generic ID reported because of a trigger label, after the candidate failed its check digits.
 FALLBACK_KIND = "generic"
+_MAPPING = "a mapping at the top level"  # what pack.yml and context.yml hold
 
 
 class PackError(ValueError):
@@ -170,7 +170,7 @@ class RegexPack:
         pack_file = path / "pack.yml"
         if not pack_file.exists():
             raise PackError(f"{pack_file}: regex pack file not found")
-        raw = _load_yaml(pack_file)
+        raw = read_yaml_mapping(pack_file, PackError, _MAPPING)
         vocab = {k: list(v) for k, v in (raw.get("vocab") or {}).items()}
         patterns = [_parse_pattern(pack_file, i, p, vocab) for i, p in enumerate(raw.get("patterns") or [])]
         names = [p.name for p in patterns]
@@ -178,7 +178,7 @@ class RegexPack:
         if duplicates:
             raise PackError(f"{pack_file}: duplicate pattern names {sorted(duplicates)}")
         context_file = path / "context.yml"
-        context = _load_yaml(context_file) if context_file.exists() else {}
+        context = read_yaml_mapping(context_file, PackError, _MAPPING) if context_file.exists() else {}
         blacklists = _parse_context(context_file, context.get("blacklists") or {})
         triggers = _parse_context(context_file, context.get("triggers") or {})
         return cls(raw.get("locale", path.name), patterns, blacklists, triggers, source_dir=path)
@@ -257,16 +257,6 @@ class RegexPack:
 
 
 # ---------------------------------------------------------------------- parsing helpers
-def _load_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise PackError(f"{path}: not valid YAML ({err})") from None
-    if not isinstance(data, dict):
-        raise PackError(f"{path}: expected a mapping at the top level")
-    return data
-
-
 def expand_vocab(regex: str, vocab: dict[str, list[str]], where: str) -> str:
     def replace(m: re.Match) -> str:
         name = m.group(1)

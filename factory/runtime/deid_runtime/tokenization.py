@@ -3,12 +3,15 @@
 Notes glue labels to values ("NHC:0450932", "Tel:612345678") and end sentences right after an
 identifier ("DNI 12345678Z."). spaCy's default rules keep such strings as one token, so an entity
 cannot start or end inside them: the training data would need cut tokens that the runtime
-tokenizer never produces. The same rules are applied when the training DocBins are made and when
-deid_<lang> is assembled; they are saved with the pipeline's tokenizer, so the wheel keeps them.
+tokenizer never produces.
 
-Training must see them too: the training config names the registered tokenizer `deid.Tokenizer.v1`
-(spaCy's tokenizer plus these rules), so the documents the model predicts on while it learns are
-cut like the gold DocBins and like the runtime. With spaCy's plain tokenizer there, every gold
+The rules are set in one place: the registered tokenizer `deid.Tokenizer.v1` (spaCy's tokenizer
+plus these rules), named by `[nlp] tokenizer` in the training config. The trained model carries it
+in its config and its saved tokenizer, so deid_<lang>, assembled from it, does too (and the wheel
+keeps it); `blank(lang)` gives the training DocBins, self-training's notes and the router's
+pack-only pipelines the same tokenizer through the same config. Nothing applies the rules by hand:
+only `upgrade_tokenizer` does, for a model trained from a config older than the registered
+tokenizer. Training must see them: with spaCy's plain tokenizer in the training config, every gold
 entity inside "Edad:62" or "nhc-272226" was misaligned, left out of the loss, and never learned.
 """
 
@@ -21,6 +24,7 @@ from spacy.language import Language
 from spacy.util import compile_infix_regex, compile_suffix_regex, registry
 
 TOKENIZER_NAME = "deid.Tokenizer.v1"
+_PLAIN_TOKENIZER = "spacy.Tokenizer.v1"  # what it adds the rules to
 
 PHI_INFIXES = (
     # a letter-ended label glued to its value by a colon: "NHC:0450932" -> "NHC", ":", "0450932";
@@ -64,7 +68,7 @@ _LETTER_PERIOD = re.compile(r"[^\W\d_]\.")
 
 
 def customize_tokenizer(nlp: Language) -> Language:
-    """Add the PHI boundary rules to `nlp`'s tokenizer (idempotent)."""
+    """Add the PHI boundary rules to `nlp`'s tokenizer (idempotent): what `deid.Tokenizer.v1` does."""
     tokenizer = nlp.tokenizer
     rules = tokenizer.rules or {}
     if any(_LETTER_PERIOD.fullmatch(key) for key in rules):
@@ -80,7 +84,7 @@ def customize_tokenizer(nlp: Language) -> Language:
 def create_tokenizer() -> Callable[[Language], object]:
     """spaCy's tokenizer for the language plus the PHI boundary rules (`[nlp] tokenizer` of the
     training configs, so training, assembly and runtime cut text alike)."""
-    default = registry.tokenizers.get("spacy.Tokenizer.v1")()
+    default = registry.tokenizers.get(_PLAIN_TOKENIZER)()
 
     def make(nlp: Language):
         nlp.tokenizer = default(nlp)  # customize_tokenizer edits nlp.tokenizer in place
@@ -96,3 +100,16 @@ def blank(lang: str) -> Language:
     import spacy
 
     return spacy.blank(lang, config={"nlp": {"tokenizer": {"@tokenizers": TOKENIZER_NAME}}})
+
+
+def upgrade_tokenizer(nlp: Language) -> Language:
+    """A pipeline loaded from a config older than `deid.Tokenizer.v1` (`[nlp] tokenizer` is spaCy's
+    plain tokenizer: a model trained before the tokenizer was registered) gets the registered PHI
+    tokenizer, in its config too, so that, saved, it loads like one trained with it. (Naming it in
+    the config alone is not enough: the saved tokenizer's own patterns win when it is loaded.)
+    Any other pipeline (one whose config names it already, or a tokenizer of its own) is returned
+    as it is."""
+    if nlp.config["nlp"]["tokenizer"].get("@tokenizers") == _PLAIN_TOKENIZER:
+        nlp.tokenizer = create_tokenizer()(nlp)
+        nlp.config["nlp"]["tokenizer"] = {"@tokenizers": TOKENIZER_NAME}  # nlp.config is the pipeline's own
+    return nlp
