@@ -153,6 +153,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         "license": "MIT",
         "requirements": list(WHEEL_REQUIREMENTS),
     })
+
     def save(folder: Path) -> None:
         nlp.to_disk(folder)
         set_recall_bias(folder, recall_bias)
