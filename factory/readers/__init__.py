@@ -38,6 +38,8 @@ FORMATS = ("brat", "jsonl", "docbin", "i2b2", "synth")
 # Formats whose records are generated, not read: `n` and `seed` say how many and which; INPUT is
 # optional (a data folder); their labels are canonical, so a label map is ignored.
 GENERATED_FORMATS = ("synth",)
+# the module that generates (and registers) each generated format, relative to the factory package
+GENERATOR_MODULES = {"synth": ".synth"}
 
 
 @dataclass
@@ -204,8 +206,12 @@ def _reader(fmt: str) -> Callable[..., Iterator[RawRecord]]:
 
         return read_i2b2
     if fmt in GENERATED_FORMATS:
-        if fmt not in _GENERATED_READERS:  # the generator registers itself when imported (synth.py)
-            raise ValueError(f"corpus format {fmt!r}: its generator is not loaded (import deid_factory.synth first)")
+        if fmt not in _GENERATED_READERS:
+            # the generator registers itself when imported; it is imported here by name, at call
+            # time, because it imports the readers' record types at module level
+            import importlib
+
+            importlib.import_module(GENERATOR_MODULES[fmt], __package__.rpartition(".")[0])
         return _GENERATED_READERS[fmt]
     raise ValueError(f"unknown corpus format {fmt!r} (one of {', '.join(FORMATS)})")
 
