@@ -461,3 +461,67 @@ def test_training_identifiers_keep_their_kind_or_their_role():
     kept, report = surrogate_records([_placeholder_record(f"j{i}", "DNI 12345678Z.", [("12345678Z", "ID")], "fr")
                                       for i in range(10)], "fr", seed=4)
     assert report["id_kinds"] == {"fr_nir": 10}
+
+
+# ----------------------------------------------------------------------------- where a locale's data is
+@pytest.fixture
+def empty_registry(monkeypatch):
+    """The runtime's registry with nothing registered and no installed package declaring a locale
+    (restored after the test, with load_locale's cache)."""
+    from deid_runtime.surrogates import locale as registry
+
+    monkeypatch.setattr(registry, "_FOLDERS", {})
+    monkeypatch.setattr(registry, "_ROOTS", [])
+    monkeypatch.setattr(registry, "_entry_point_folders", lambda: {})
+    S.load_locale.cache_clear()
+    yield registry
+    S.load_locale.cache_clear()
+
+
+def _data_copy(lang, dest):
+    import shutil
+
+    from deid_factory.locale import Locale as FactoryLocale
+
+    shutil.copytree(FactoryLocale.load(lang).surrogate_data_dir, dest)
+    return dest
+
+
+def test_the_factory_reads_each_locale_from_its_own_folder():
+    from deid_factory.locale import Locale as FactoryLocale
+
+    for lang in LOCALES:
+        assert locale_folder(lang) == FactoryLocale.load(lang).surrogate_data_dir
+        assert S.load_locale(lang).folder == FactoryLocale.load(lang).surrogate_data_dir
+
+
+def test_registered_folders_roots_and_entry_points_in_that_order(empty_registry, tmp_path, monkeypatch):
+    fr = _data_copy("fr", tmp_path / "wheel" / "fr_data")
+    monkeypatch.setattr(empty_registry, "_entry_point_folders", lambda: {"fr": fr})  # an installed deid_fr
+    assert S.load_locale("fr").folder == fr and empty_registry.available() == ["fr"]
+    root = tmp_path / "project" / "languages"
+    _data_copy("fr", root / "fr" / "surrogate_data")
+    S.register_locale_root(root)  # a project's languages/ wins over the installed wheel
+    assert S.load_locale("fr").folder == root / "fr" / "surrogate_data"
+    mine = _data_copy("fr", tmp_path / "mine")
+    S.register_locale_data("fr", mine)  # a folder registered by name wins over both
+    assert S.load_locale("fr").folder == mine and S.load_locale("fr").lang == "fr"
+
+
+def test_a_language_without_data_falls_back_to_en_else_the_first_locale(empty_registry, tmp_path):
+    with pytest.raises(S.LocaleDataError, match="none is registered"):
+        S.load_locale("xx")
+    root = tmp_path / "languages"
+    for lang in ("pt", "fr"):
+        _data_copy(lang, root / lang / "surrogate_data")
+    S.register_locale_root(root)
+    assert S.load_locale("xx").lang == "fr"  # no en: the first by code, documented in load_locale
+    assert S.load_locale(None).lang == "fr"
+    _data_copy("en", root / "en" / "surrogate_data")
+    S.register_locale_root(root)  # registering again clears what was loaded before
+    assert S.load_locale("xx").lang == "en"
+    with pytest.raises(S.LocaleDataError) as err:
+        S.load_locale("xx", strict=True)
+    message = str(err.value)
+    assert "no surrogate data for locale 'xx'" in message and str(root / "xx" / "surrogate_data") in message
+    assert "deid_runtime.locales" in message and "have: en, fr, pt" in message
