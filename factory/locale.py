@@ -197,8 +197,8 @@ class Locale:
         translation build mixes in native records: native_share > 0). A project copied for a build
         therefore copies those three (tests/test_build_e2e.py). Not listed: another locale's files
         (the source's silver.yml, regex pack, synthetic corpus and surrogate data in a translation
-        build): a locale's project names no folder of another locale, so that copying one locale
-        is enough to declare its build."""
+        build): a locale's project names no folder of another locale, so that weasel finds every
+        dep of a copy holding that locale's three folders."""
         pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")]
         own_source = self.settings.get("source_lang") == self.lang
         native = own_source or float(self.settings.get("native_share") or 0) > 0
