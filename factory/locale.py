@@ -3,7 +3,9 @@
 
   languages/<lc>/       locale.yml (core settings) and one file per concern: silver.yml (silver
                         filters), placeholders.yml (placeholder inventory), surrogates.yml (surrogate
-                        corpus settings), configs/config.cfg and project.yml (rendered by render.py)
+                        corpus settings), surrogate_data/ (the surrogate engine's formats and word
+                        lists, docs/surrogate_data.md), configs/config.cfg and project.yml (rendered
+                        by render.py)
   regex_packs/<pack>/   pack.yml + context.yml (the `regex_pack` of locale.yml, usually <lc>)
   corpora/synth/<lc>/   the locale's synthetic corpus data, when it has one
 
@@ -11,6 +13,11 @@
 null in locale.yml keeps its default). The project root is the one the factory works on
 (deid_factory.PROJECT_ROOT: `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
 shipped data), read when a locale is loaded; pass `root` to load one from another tree.
+
+Importing this module registers the project's languages/ with the runtime's surrogate engine
+(deid_runtime.surrogates.locale.register_locale_root): the runtime holds no locale data and finds
+each locale's surrogate_data/ through that registry, so every factory module that draws surrogates
+(or runs a redaction that may) imports this module first.
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deid_runtime.surrogates.locale import DATA_FOLDER, register_locale_root
+
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULTS_FILE = TEMPLATES / "defaults.yml"
 SETTINGS_FILE = "locale.yml"
+SURROGATE_DATA = DATA_FOLDER  # languages/<lc>/surrogate_data/: the folder name the runtime looks for under a root
 REQUIRED = ("lang", "name", "spacy_lang", "source_lang", "pivot_lang", "regex_pack")
 
 
@@ -60,6 +70,16 @@ def packs_dir(root: str | Path | None = None) -> Path:
 def synth_dir(root: str | Path | None = None) -> Path:
     """corpora/synth/ of a project: one synthetic-corpus folder per locale that has one."""
     return (Path(root) if root is not None else _project_root()) / "corpora" / "synth"
+
+
+def register_surrogate_data(root: str | Path | None = None) -> Path:
+    """Make the surrogate engine read each locale's data from languages/<lc>/surrogate_data/ of a
+    project (default: the factory's), ahead of any registered before it and of installed deid_<lc>
+    wheels (whose copies may be older). Done on import for the factory's project; returns the
+    languages/ folder registered."""
+    folder = languages_dir(root)
+    register_locale_root(folder)
+    return folder
 
 
 def available(root: Path | None = None) -> list[str]:
@@ -146,6 +166,19 @@ class Locale:
         return self.concern_file("surrogates")
 
     @property
+    def surrogate_data_dir(self) -> Path:
+        """languages/<lc>/surrogate_data/: the surrogate engine's data of this locale (what `factory
+        package` copies into the deid_<lc> wheel)."""
+        return self.folder / SURROGATE_DATA
+
+    def surrogate_data_files(self) -> list[Path]:
+        return sorted(p for p in self.surrogate_data_dir.glob("*") if p.is_file()) if self.surrogate_data_dir.is_dir() else []
+
+    def synth_files(self) -> list[Path]:
+        """corpora/synth/<lc>/*.yml: the locale's synthetic corpus, when it has one."""
+        return sorted(self.synth_dir.glob("*.yml")) if self.synth_dir.is_dir() else []
+
+    @property
     def config_file(self) -> Path:
         return self.folder / "configs" / "config.cfg"
 
@@ -158,23 +191,34 @@ class Locale:
 
     def stage_files(self) -> dict[str, list[Path]]:
         """The locale data files each stage of its project reads when this locale is the build's
-        target, those that exist (weasel refuses a step whose deps are missing). Only files under the
-        locale's own folder and regex pack are listed: a project copied with those two folders alone
-        (tests/test_build_e2e.py) still runs. Not listed: another locale's files (the source's
-        silver.yml in a translation build), corpora/synth/ (extract), the data inside the package
-        (deid_runtime/surrogates/locales/)."""
+        target, those that exist (weasel refuses a step whose deps are missing): the locale's own
+        folder (its surrogate_data/ included), its regex pack, and its synthetic corpus
+        (corpora/synth/<lc>/, which extract reads when the source is this language or when a
+        translation build mixes in native records: native_share > 0). A project copied for a build
+        therefore copies those three (tests/test_build_e2e.py). Not listed: another locale's files
+        (the source's silver.yml, regex pack, synthetic corpus and surrogate data in a translation
+        build): a locale's project names no folder of another locale, so that weasel finds every
+        dep of a copy holding that locale's three folders."""
         pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")]
         own_source = self.settings.get("source_lang") == self.lang
+        native = own_source or float(self.settings.get("native_share") or 0) > 0
+        data = self.surrogate_data_files()
         files = {
+            # extract reads corpora/synth/<lc>/ as the source (synth format) or as the native share;
+            # with another --vars.source_format the files are listed all the same (a rerun at worst)
+            "extract": self.synth_files() if native else [],
             # filter reads the silver.yml and regex pack of the *source* language: listed when that
             # is this locale (a translation build's source files live in another locale's folder)
             "filter": [self.silver_file, *pack] if own_source else [],
             "placeholder": [self.placeholders_file],
             "translate": [self.settings_file],
-            "surrogate": [self.settings_file, self.surrogates_file],
+            # the surrogate engine draws from surrogate_data/ (registered with the runtime on import)
+            "surrogate": [self.settings_file, self.surrogates_file, *data],
             "train": [self.config_file],
             "assemble": pack,
             "selftrain": [self.config_file, *pack],
+            # package copies surrogate_data/ into the wheel
+            "package": data,
         }
         # configs/config.cfg is rendered together with project.yml (render.py): always there
         return {stage: [p for p in paths if p.exists() or p == self.config_file] for stage, paths in files.items()}
@@ -185,3 +229,7 @@ class Locale:
 
         return {stage: [Path(os.path.relpath(p, self.folder)).as_posix() for p in paths]
                 for stage, paths in self.stage_files().items()}
+
+
+# The factory's own project: its locales' surrogate data, for every module that imports this one.
+register_surrogate_data()

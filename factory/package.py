@@ -6,7 +6,11 @@ package_pipeline()   two wheels into one folder, so that `pip install --no-index
                      deid_<lang>` works offline:
                      * deid_<lang>: the pipeline folder as package data and a load() __init__.py,
                        from factory/templates/wheel/ (a declarative pyproject.toml). It requires
-                       deid-runtime==<its version> and spaCy, and carries no code of its own.
+                       deid-runtime==<its version> and spaCy, and carries no code of its own. It
+                       also carries the locale's surrogate data (languages/<lang>/surrogate_data/,
+                       as deid_<lang>/surrogate_data/) and declares it to the runtime through a
+                       `deid_runtime.locales` entry point, so surrogate redaction works with the
+                       wheel alone (the runtime holds no locale's data).
                        Not `spacy package`: spaCy 3.8 names a package `<lang>_<name>` (its setup.py
                        template rebuilds the name as meta['lang'] + '_' + meta['name']), and the
                        product is spacy.load("deid_fr"), not es_deid_fr/fr_deid_fr.
@@ -36,7 +40,7 @@ import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PACKAGE_DIR, PROJECT_ROOT
-from .locale import packs_dir
+from .locale import SURROGATE_DATA, Locale, packs_dir
 from .records import WRITE_ONLY_ERRNOS, OutputError, writes_to
 
 log = logging.getLogger(__name__)
@@ -236,7 +240,12 @@ def build_runtime_wheel(out_dir: str | Path) -> Path:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _wheel_files(name: str, lang: str, meta: dict, data_dir: str) -> dict[str, str]:
+def default_surrogate_data(lang: str) -> Path:
+    """languages/<lang>/surrogate_data/ of the factory's project: what the wheel of `lang` carries."""
+    return Locale.folder_of(lang, PROJECT_ROOT) / SURROGATE_DATA
+
+
+def _wheel_files(name: str, lang: str, meta: dict, data_dir: str, surrogate_data: str | None) -> dict[str, str]:
     """pyproject.toml and <name>/__init__.py of the deid_<lang> package, from the templates."""
     env = Environment(loader=FileSystemLoader(str(WHEEL_TEMPLATES)), undefined=StrictUndefined,
                       keep_trailing_newline=True)
@@ -244,15 +253,18 @@ def _wheel_files(name: str, lang: str, meta: dict, data_dir: str) -> dict[str, s
     env.filters["toml"] = lambda value: json.dumps(value, ensure_ascii=False)
     context = {"name": name, "lang": lang, "version": meta["version"], "data_dir": data_dir,
                "description": meta.get("description", ""), "license": meta.get("license", ""),
-               "requirements": meta["requirements"]}
+               "requirements": meta["requirements"], "surrogate_data": surrogate_data}
     return {"pyproject.toml": env.get_template("pyproject.toml.j2").render(**context),
             f"{name}/__init__.py": env.get_template("__init__.py.j2").render(**context)}
 
 
 def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | None = None,
-                     version: str | None = None) -> Path:
+                     version: str | None = None, surrogate_data: str | Path | None = None) -> Path:
     """Build deid_<lang>-<version>-py3-none-any.whl in out_dir, and beside it the
-    deid_runtime wheel it requires; returns the deid_<lang> wheel's path."""
+    deid_runtime wheel it requires; returns the deid_<lang> wheel's path. `surrogate_data`: the
+    locale's surrogate data folder the wheel carries (default languages/<lang>/surrogate_data/ of
+    the project); a language without one is packaged without it (one line says so), and redaction
+    in surrogate mode then falls back as deid_runtime.surrogates.load_locale says."""
     pipeline_dir, out_dir = Path(pipeline_dir), Path(out_dir)
     meta_file = pipeline_dir / "meta.json"
     if not meta_file.exists():
@@ -264,6 +276,12 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
     data_dir = f"{name}-{version}"
     # requirements: exactly the runtime and spaCy (whatever an older assemble wrote)
     meta.update({"name": name, "version": version, "lang": lang, "requirements": list(WHEEL_REQUIREMENTS)})
+    data_source = Path(surrogate_data) if surrogate_data is not None else default_surrogate_data(lang)
+    if not (data_source / "formats.yml").is_file():
+        if surrogate_data is not None:
+            raise PackageError(f"{data_source}: not a surrogate data folder (formats.yml missing)")
+        log.warning("%s: no surrogate data for %s: the wheel carries none", data_source, name)
+        data_source = None
     build_runtime_wheel(out_dir)
     work = _work_dir(out_dir, "package.")
     try:
@@ -273,7 +291,10 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
             shutil.copytree(pipeline_dir, pkg / data_dir, ignore=BUILD_LEFTOVERS)
             for meta_path in (pkg / "meta.json", pkg / data_dir / "meta.json"):
                 srsly.write_json(meta_path, meta)
-            for rel, text in _wheel_files(name, lang, meta, data_dir).items():
+            if data_source is not None:  # beside the pipeline folder, found through the entry point
+                shutil.copytree(data_source, pkg / SURROGATE_DATA, ignore=BUILD_LEFTOVERS)
+            for rel, text in _wheel_files(name, lang, meta, data_dir,
+                                          SURROGATE_DATA if data_source is not None else None).items():
                 (root / rel).write_text(text, encoding="utf-8")
             final = out_dir / _pip_wheel(root, work / "dist", name).name
             os.replace(work / "dist" / final.name, final)

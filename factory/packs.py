@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from . import PROJECT_ROOT
-from .locale import SETTINGS_FILE, Locale, languages_dir, packs_dir, synth_dir
+from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, languages_dir, packs_dir, synth_dir
 from deid_runtime.regex_pack import Pattern, RegexPack
 
 PACKS_DIR = packs_dir(PROJECT_ROOT)
@@ -100,7 +100,7 @@ def _retarget(text: str, start_from: str, lang: str) -> str:
     """A copied settings file made the new locale's: its `lang:` and the paths and commands naming
     the locale it was copied from."""
     text = _set_top_level(text, "lang", lang)
-    for old, new in ((f"languages/{start_from}/", f"languages/{lang}/"), (f"locales/{start_from}/", f"locales/{lang}/"),
+    for old, new in ((f"languages/{start_from}/", f"languages/{lang}/"),
                      (f"--target {start_from}", f"--target {lang}"), (f"`{start_from}`", f"`{lang}`")):
         text = text.replace(old, new)
     return text
@@ -139,39 +139,35 @@ def _local_id_roles(text: str, country: str) -> str:
 
 def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | None = None,
                     surnames: int = 1, calling_code: str = "1", root: Path = PROJECT_ROOT,
-                    start_from: str = "en", country: str | None = None,
-                    surrogate_data_dir: Path | None = None) -> list[Path]:
+                    start_from: str = "en", country: str | None = None) -> list[Path]:
     """Create a new locale, every file of it data to translate or fill in:
 
       languages/<lang>/       locale.yml (templates/new_locale/), silver.yml, placeholders.yml and
                               surrogates.yml copied from `start_from` (its identifier roles turned
-                              into the new country's), the rendered spaCy project
+                              into the new country's), the rendered spaCy project, and
+                              surrogate_data/: the surrogate engine's data, copied from `start_from`'s
+                              (when that locale of `root` has one), with the locale's own faker
+                              locale, calling code and identifier country
       regex_packs/<lang>/     a starter pack with its cases, context.yml
       corpora/synth/<lang>/   a starter synthetic corpus (templates/new_locale/synth/, in English)
-      <surrogate data>/<lang>/  the surrogate engine's data, copied from `start_from`'s, with the
-                              locale's own faker locale, calling code and identifier country
 
-    The surrogate data goes to `surrogate_data_dir` (default: the engine's own folder,
-    factory/runtime/deid_runtime/surrogates/locales/, when it lies inside `root`, as in a checkout;
-    otherwise skipped: a scaffold into another tree must not write into the installed package).
+    Everything goes into the project `root`: the runtime reads the surrogate data from there
+    (deid_factory.locale registers languages/ with it), so no package is written to.
     `country`: the ISO 3166 code whose identifiers (factory/runtime/deid_runtime/ids/) the locale
     uses (default `lang`). Refuses to overwrite an existing locale. Returns the files written.
     """
-    from deid_runtime.surrogates.locale import LOCALES_DIR
-
     if not lang.isalpha() or not lang.islower() or not 2 <= len(lang) <= 3:
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
     country = (country or lang).lower()
-    if surrogate_data_dir is None and LOCALES_DIR.resolve().is_relative_to(Path(root).resolve()):
-        surrogate_data_dir = LOCALES_DIR
     targets = {
         SETTINGS_FILE: Locale.settings_path(lang, root),  # templates/new_locale/locale.yml
         "pack.yml": packs_dir(root) / lang / "pack.yml",
         "context.yml": packs_dir(root) / lang / "context.yml",
     }
     synth_target = synth_dir(root) / lang
-    surrogate_target = surrogate_data_dir / lang if surrogate_data_dir is not None else None
-    existing = [str(p) for p in [*targets.values(), synth_target, surrogate_target] if p is not None and p.exists()]
+    surrogate_source = Locale.folder_of(start_from, root) / SURROGATE_DATA
+    surrogate_target = Locale.folder_of(lang, root) / SURROGATE_DATA
+    existing = [str(p) for p in [*targets.values(), synth_target, surrogate_target] if p.exists()]
     if existing:
         raise FileExistsError(f"locale {lang!r} already exists: {', '.join(existing)}")
     values = {"lang": lang, "name": name, "faker_locale": faker_locale, "spacy_lang": spacy_lang or lang,
@@ -201,8 +197,8 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
             text = text.replace(f"@{key.upper()}@", str(value))
         target.write_text(text, encoding="utf-8")
         written.append(target)
-    if surrogate_target is not None and (surrogate_data_dir / start_from).is_dir():
-        written += _copy_surrogate_data(surrogate_data_dir / start_from, surrogate_target, start_from, name,
+    if surrogate_source.is_dir():
+        written += _copy_surrogate_data(surrogate_source, surrogate_target, start_from, name,
                                         {**values, "country": country})
     from .render import render_all
 
@@ -225,7 +221,7 @@ def _copy_surrogate_data(source: Path, target: Path, start_from: str, name: str,
             text = _set_top_level(text, "identifiers", f"[{values['country']}]")
         note = "#" if path.suffix in (".yml", ".txt", ".tsv") else None
         if note:
-            text = (f"# Copied from locales/{start_from}/{path.name} by `factory new-locale {values['lang']}`: "
+            text = (f"# Copied from languages/{start_from}/{SURROGATE_DATA}/{path.name} by `factory new-locale {values['lang']}`: "
                     f"write it for {name}.\n" + text)
         (target / path.name).write_text(text, encoding="utf-8")
         written.append(target / path.name)
@@ -282,10 +278,9 @@ def new_locale_command(
     for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from,
                                 country=country):
         typer.echo(f"wrote {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
-    from deid_runtime.surrogates.locale import LOCALES_DIR
-
-    if not (LOCALES_DIR / lang).is_dir():  # an installed factory: its package is not the project's to write
-        typer.echo(f"surrogate data not written (the engine's folder is not in this project): copy "
-                   f"{LOCALES_DIR / start_from} to {LOCALES_DIR / lang} in a checkout of the factory and write it for {name}")
+    surrogate_data = Locale.folder_of(lang, PROJECT_ROOT) / SURROGATE_DATA
+    if not surrogate_data.is_dir():  # the project has no surrogate data of the start locale to copy
+        typer.echo(f"surrogate data not written ({Locale.folder_of(start_from, PROJECT_ROOT) / SURROGATE_DATA} "
+                   f"is not there): write {surrogate_data} for {name} (docs/surrogate_data.md)")
     typer.echo(f"next: fill in those data files (README, \"Adding a locale\"), then `factory pack-test {lang}`, "
                f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/test_regex_packs.py -k {lang}`")

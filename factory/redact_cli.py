@@ -57,6 +57,8 @@ from typing import Iterator
 import srsly
 import typer
 
+# registers the project's surrogate data (languages/<lc>/surrogate_data/) with the runtime, in Dask workers too
+from . import locale as _locale  # noqa: F401
 from .records import BOM, OutputError, Record, Span, append_line, json_lines, write_text_atomic
 from deid_runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
 from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of

@@ -1,6 +1,7 @@
 """End to end through the spaCy projects: a small es build (offline, no Argos) and a small fr
 build through the es->en->fr pivot with test-built copy-model Argos packages. Each copies its
-language project (and regex pack) into a temporary tree so the checkout stays clean, and installs
+language project (its folder with surrogate_data/, its regex pack and its synthetic corpus: the
+files its steps declare as deps) into a temporary tree so the checkout stays clean, and installs
 the wheel into a temporary --target (PIP_TARGET) instead of the test environment.
 
 The builds, and the loading of the wheel they installed, run with no network (tests/test_privacy.py's
@@ -17,18 +18,26 @@ from pathlib import Path
 
 import pytest
 
-from deid_factory import PROJECT_ROOT
+from deid_factory import PROJECT_ROOT, ROOT_ENV
 from test_privacy import assert_guard_active, assert_kernel_has_no_route_out, leaked_phi, network_isolation, phi_strings
 
 pytestmark = pytest.mark.slow
 SMALL = ["--vars.n_records", "40", "--vars.max_epochs", "2", "--vars.patience", "2"]
 OUTPUTS = ("corpus", "training", "metrics", "packages", "assets", "project.lock")
+# The factory's commands read the locales (the target's and, in a translation build, the source's)
+# of the checkout, as they did when the copy had no corpora/ and so was no project of its own: the
+# copy holds what weasel checks (the steps' deps) and receives the outputs.
+FACTORY_ROOT = {ROOT_ENV: str(PROJECT_ROOT)}
 
 
 def _copy_project(lang: str, root: Path) -> Path:
+    """The language's project folder (with its surrogate_data/), regex pack and synthetic corpus:
+    every file its project.yml declares as a dep (weasel refuses a step whose deps are missing)."""
     dst = root / "languages" / lang
     shutil.copytree(PROJECT_ROOT / "languages" / lang, dst, ignore=shutil.ignore_patterns(*OUTPUTS))
     shutil.copytree(PROJECT_ROOT / "regex_packs" / lang, root / "regex_packs" / lang)
+    if (PROJECT_ROOT / "corpora" / "synth" / lang).is_dir():  # extract's deps
+        shutil.copytree(PROJECT_ROOT / "corpora" / "synth" / lang, root / "corpora" / "synth" / lang)
     return dst
 
 
@@ -86,7 +95,7 @@ def _check_build(project: Path, lang: str):
 def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     project = _copy_project("es", tmp_path)
     site = tmp_path / "site"
-    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
     printed = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env, prefix=prefix)
     _check_build(project, "es")
     text = "Paciente Marta Gil Romero ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
@@ -112,7 +121,7 @@ def test_small_fr_build_through_the_pivot(tmp_path):
     site = tmp_path / "site"
     # beam 1: a copy model's alternative beams run to the maximum length, ~50 s a record at Argos'
     # default beam 4 against ~1 s at beam 1 (bench/bench_factory.py); what is tested is the route
-    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
     # 16 records (train 12, dev 2, test 2)
     fr_small = ["--vars.n_records", "16", *SMALL[2:]]
     printed = _weasel(["build", str(project), *fr_small], cwd=tmp_path, env=env, prefix=prefix)
@@ -131,7 +140,7 @@ def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
     one line saying how to add it, and deid_fr is built from the French synthetic corpus alone."""
     project = _copy_project("fr", tmp_path)
     site = tmp_path / "site"
-    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, "PIP_TARGET": str(site)})
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
     printed = _weasel(["build", str(project), "--vars.n_records", "24", *SMALL[2:]], cwd=tmp_path, env=env, prefix=prefix)
     metrics = _check_build(project, "fr")
     skipped = [line for line in printed.splitlines() if line.startswith("translation skipped")]

@@ -29,6 +29,8 @@ def test_every_shipped_locale_loads(lang):
     assert isinstance(locale.read("surrogates"), dict)
     files = locale.stage_files()
     assert locale.placeholders_file in files["placeholder"] and locale.surrogates_file in files["surrogate"]
+    data = locale.surrogate_data_dir / "formats.yml"  # the surrogate engine's data, in the locale's folder
+    assert data.is_file() and data in files["surrogate"] and data in files["package"]
     assert all(p.exists() for paths in files.values() for p in paths)
     assert set(SHIPPED) <= set(available())
 

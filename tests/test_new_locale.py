@@ -74,7 +74,8 @@ def test_scaffold_is_data_only_and_builds_a_synthetic_corpus(tmp_path):
     """Everything a new locale needs is scaffolded as data: the starter synthetic corpus generates
     records with spans, the surrogate data loads in the engine, and nothing of the locale it was
     copied from is left that would need code (its `lang`, its country's identifier kinds)."""
-    from deid_runtime.surrogates.locale import LOCALES_DIR, Locale as SurrogateData
+    from deid_factory.locale import Locale as FactoryLocale
+    from deid_runtime.surrogates.locale import Locale as SurrogateData
     from deid_factory.readers import read_corpus
     from deid_runtime.validators import VALIDATORS
 
@@ -82,16 +83,16 @@ def test_scaffold_is_data_only_and_builds_a_synthetic_corpus(tmp_path):
     english.mkdir(parents=True)
     for concern in ("placeholders.yml", "surrogates.yml"):
         (english / concern).write_text((PROJECT_ROOT / "languages" / "en" / concern).read_text(encoding="utf-8"), encoding="utf-8")
-    engine = tmp_path / "surrogate_data"
-    shutil.copytree(LOCALES_DIR / "en", engine / "en")
-    written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path, surrogate_data_dir=engine)
-    assert engine / "it" / "formats.yml" in written
+    shutil.copytree(FactoryLocale.load("en").surrogate_data_dir, english / "surrogate_data")
+    written = scaffold_locale("it", "Italian", "it_IT", calling_code="39", root=tmp_path)
+    engine = tmp_path / "languages" / "it" / "surrogate_data"  # in the locale's own folder: no package written
+    assert engine / "formats.yml" in written
     assert not [p for p in written if p.suffix == ".py"]
     # the starter corpus: records with PHI spans, in the new locale's language
     records = list(read_corpus(tmp_path / "corpora" / "synth" / "it", "synth", lang="it", n=5, seed=1))
     assert len(records) == 5 and all(r.lang == "it" and r.spans for r in records)
     # the surrogate data: loads, and says the locale's own faker locale, calling code and country
-    data = SurrogateData.load(engine / "it")
+    data = SurrogateData.load(engine)
     assert (data.lang, data.formats["faker_locale"], data.calling_code, data.formats["identifiers"]) == ("it", "it_IT", "39", ["it"])
     # the copied settings are the new locale's, and no identifier kind of another country is left
     for concern in ("placeholders.yml", "surrogates.yml"):

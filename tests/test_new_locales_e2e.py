@@ -21,8 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from deid_factory import PROJECT_ROOT
-from test_build_e2e import OUTPUTS, _check_offline_and_no_phi_logged, _load_installed
+from test_build_e2e import FACTORY_ROOT, _check_offline_and_no_phi_logged, _copy_project, _load_installed
 from test_privacy import network_isolation
 
 pytestmark = pytest.mark.slow
@@ -50,17 +49,15 @@ def builds(tmp_path_factory):
                    check=True, capture_output=True, timeout=600)
     running = {}
     for lc in UNSEEN:
-        tree = root / lc  # one project tree per locale: its own folder and regex pack, as a user copies them
-        project = tree / "languages" / lc
-        shutil.copytree(PROJECT_ROOT / "languages" / lc, project, ignore=shutil.ignore_patterns(*OUTPUTS))
-        shutil.copytree(PROJECT_ROOT / "regex_packs" / lc, tree / "regex_packs" / lc)
+        tree = root / lc  # one project tree per locale: its own folder, regex pack and synthetic corpus, as a user copies them
+        project = _copy_project(lc, tree)
         (project / "assets" / "argos").mkdir(parents=True)
         for name in ("translate-es_en.argosmodel", f"translate-en_{lc}.argosmodel"):
             shutil.copy(argos / name, project / "assets" / "argos" / name)
         site = tree / "site"
         # beam 1: a copy model's other beams run to the maximum length (see test_build_e2e.py)
         # in a network namespace with loopback only where the kernel allows it, under the socket guard
-        prefix, env, attempts = network_isolation(tree, {**os.environ, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
+        prefix, env, attempts = network_isolation(tree, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site), "ARGOS_BEAM_SIZE": "1"})
         proc = subprocess.Popen([*prefix, sys.executable, "-m", "spacy", "project", "run", "build", str(project), *BUILD],
                                 cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         running[lc] = (proc, project, site, env, attempts, prefix)

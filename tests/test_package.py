@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from deid_factory.locale import Locale
 from deid_factory.package import WHEEL_REQUIREMENTS, PackageError, assemble_pipeline, package_pipeline
 
 from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
@@ -30,7 +31,14 @@ if sys.argv[1] == "factory-after":
     import deid_factory.package  # noqa: F401
     from deid_runtime import merger, pack_component  # noqa: F401
     doc = nlp(sys.argv[2])
+# surrogate redaction with what is installed: the es data comes from the deid_es wheel's entry point
+# (deid_runtime.locales) unless the factory, imported, registered its project's languages/ first
+from deid_runtime.redact import redact_text
+from deid_runtime.surrogates.locale import locale_folder
+redacted, _ = redact_text(sys.argv[2], [(e.start_char, e.end_char, e.label_) for e in doc.ents], "surrogate",
+                          lang="es", doc_id="d", key=b"k" * 32)
 print(json.dumps({"pipes": nlp.pipe_names, "name": nlp.meta["name"],
+                  "surrogate_data": str(locale_folder("es")), "redacted_differs": redacted != sys.argv[2],
                   "ents": [[e.start_char, e.end_char, e.label_] for e in doc.ents],
                   "merger_module": type(nlp.get_pipe("deid_merger")).__module__,
                   "package_file": sys.modules["deid_es"].__file__,
@@ -51,8 +59,11 @@ def test_wheel_carries_data_and_requires_the_runtime_built_beside_it(train_wheel
     assert train_wheel.name == "deid_es-0.1.0-py3-none-any.whl"
     names = zipfile.ZipFile(train_wheel).namelist()
     for f in ("deid_es/__init__.py", "deid_es/meta.json", "deid_es/deid_es-0.1.0/deid_tagger/model",
-              "deid_es/deid_es-0.1.0/deid_regex_pack/pack.yml"):
+              "deid_es/deid_es-0.1.0/deid_regex_pack/pack.yml",
+              # the locale's surrogate data (the runtime holds none): every file of languages/es/surrogate_data/
+              *(f"deid_es/surrogate_data/{p.name}" for p in Locale.load("es").surrogate_data_files())):
         assert f in names, f
+    assert "deid_es/surrogate_data/formats.yml" in names
     # no copy of the runtime: its code is in deid-runtime, once
     assert [n for n in names if n.endswith(".py")] == ["deid_es/__init__.py"]
     metadata = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/METADATA").decode()
@@ -60,6 +71,7 @@ def test_wheel_carries_data_and_requires_the_runtime_built_beside_it(train_wheel
     assert "deid-factory" not in metadata and "argos" not in metadata.lower()
     entry_points = zipfile.ZipFile(train_wheel).read("deid_es-0.1.0.dist-info/entry_points.txt").decode()
     assert "[spacy_models]" in entry_points and "deid_es = deid_es" in entry_points
+    assert "[deid_runtime.locales]" in entry_points and "es = deid_es:surrogate_data" in entry_points
     # the saved config never points at the build machine's regex pack folder
     config = zipfile.ZipFile(train_wheel).read("deid_es/deid_es-0.1.0/config.cfg").decode()
     assert "regex_packs" not in config
@@ -72,8 +84,9 @@ def test_wheel_carries_data_and_requires_the_runtime_built_beside_it(train_wheel
         metadata = whl.read("deid_runtime-0.1.0.dist-info/METADATA").decode()
         entry_points = whl.read("deid_runtime-0.1.0.dist-info/entry_points.txt").decode()
     for f in ("deid_runtime/merger.py", "deid_runtime/pack_component.py", "deid_runtime/regex_pack.py",
-              "deid_runtime/validators.py", "deid_runtime/ids/es.py", "deid_runtime/surrogates/locales/es/formats.yml"):
+              "deid_runtime/validators.py", "deid_runtime/ids/es.py", "deid_runtime/surrogates/common.yml"):
         assert f in names, f
+    assert not [n for n in names if "surrogate_data" in n or "/locales/" in n]  # a locale's data is its wheel's
     for req in ("spacy", "python-stdnum", "pyyaml", "langdetect"):
         assert f"Requires-Dist: {req}" in metadata
     assert "deid-factory" not in metadata and "argos" not in metadata.lower()
@@ -116,6 +129,9 @@ def test_wheel_loads_next_to_deid_factory(train_wheel, tmp_path, order):
     assert out["pipes"] == ["tok2vec", "deid_tagger", "deid_regex_pack", "deid_merger"]  # the default NER is the tagger
     labels = {lab for _, _, lab in out["ents"]}
     assert {"DATE", "ID"} <= labels
+    assert out["redacted_differs"]
+    if order == "wheel-only-import":  # nothing registered: the data is the installed wheel's
+        assert Path(out["surrogate_data"]) == target / "deid_es" / "surrogate_data", out["surrogate_data"]
 
 
 def test_assemble_and_package_errors_name_the_path(tmp_path):
@@ -125,6 +141,9 @@ def test_assemble_and_package_errors_name_the_path(tmp_path):
         assemble_pipeline(None, "es", tmp_path / "out", pack_dir=tmp_path)
     with pytest.raises(PackageError, match="meta.json"):
         package_pipeline(tmp_path, tmp_path / "dist")
+    assemble_pipeline(None, "es", tmp_path / "pipeline")
+    with pytest.raises(PackageError, match="formats.yml"):
+        package_pipeline(tmp_path / "pipeline", tmp_path / "dist", surrogate_data=tmp_path / "nowhere")
 
 
 def test_regex_only_pipeline_assembles(tmp_path):
@@ -187,5 +206,7 @@ def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
     assert out["merger_module"] == "deid_runtime.merger"
     assert Path(out["package_file"]).is_relative_to(venv_site), out["package_file"]  # the wheel, installed
     assert Path(out["runtime_file"]).is_relative_to(venv_site), out["runtime_file"]  # the runtime's wheel, installed
+    assert Path(out["surrogate_data"]).is_relative_to(venv_site), out["surrogate_data"]  # the wheel's own data
+    assert out["redacted_differs"]
     labels = {lab for _, _, lab in out["ents"]}
     assert {"PERSON", "DATE", "ID"} <= labels, out["ents"]

@@ -33,14 +33,18 @@ def test_wheel_declares_every_data_folder(tmp_path):
     for lc in ("it", "pt", "nl"):  # a locale added as data only is carried whole
         assert f"deid_factory/shipped/regex_packs/{lc}/pack.yml" in names
         assert f"deid_factory/shipped/corpora/synth/{lc}/sections.yml" in names
-    # the surrogate data of a locale travels in the runtime's own wheel (deid-runtime), found by its
-    # package-data pattern with no line to add
+    # the surrogate data of a locale is in its own folder (languages/<lc>/surrogate_data/), shipped
+    # with the factory's wheel for the stages; the runtime's wheel carries only what every locale
+    # shares (a deid_<lc> wheel carries its locale's data: tests/test_package.py)
+    for lc in ("es", "fr", "it", "pt", "nl"):
+        assert f"deid_factory/shipped/languages/{lc}/surrogate_data/formats.yml" in names
+        assert f"deid_factory/shipped/languages/{lc}/surrogate_data/cities.tsv" in names
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w",
                            tmp_path / "runtime_wheel", src / "factory" / "runtime"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (runtime_wheel,) = (tmp_path / "runtime_wheel").glob("deid_runtime-*.whl")
     runtime_names = set(zipfile.ZipFile(runtime_wheel).namelist())
-    for lc in ("es", "fr", "it", "pt", "nl"):
-        assert f"deid_runtime/surrogates/locales/{lc}/formats.yml" in runtime_names
+    assert {"deid_runtime/surrogates/common.yml", "deid_runtime/surrogates/id_roles.yml"} <= runtime_names
+    assert not [n for n in runtime_names if "/locales/" in n or "surrogate_data" in n]
     assert "deid_factory/shipped/languages/fr/locale.yml" in names
     assert "deid_factory/shipped/regex_packs/fr/pack.yml" in names

@@ -43,3 +43,38 @@ def test_rendered_config_is_a_valid_cnn_ner_config():
         assert cfg["components"]["tok2vec"]["model"]["embed"]["attrs"] == ["NORM", "PREFIX", "SUFFIX", "SHAPE"]
         assert cfg["components"]["tok2vec"]["model"]["encode"]["@architectures"] == "spacy.MaxoutWindowEncoder.v2"
         assert cfg["training"]["dropout"] == 0.2
+
+
+def test_rendered_deps_follow_the_surrogate_data_and_synthetic_corpus(tmp_path):
+    """The surrogate step (and package, which copies it into the wheel) depends on every file of the
+    target's surrogate_data/, extract on the target's synthetic corpus: a file added there is a dep
+    at the next rendering, and every dep of a shipped project is a path weasel finds."""
+    import shutil
+
+    from deid_factory import PROJECT_ROOT
+    from deid_factory.locale import Locale
+
+    fr = Locale.load("fr")
+    languages = tmp_path / "languages"
+    for name in ("locale.yml", "surrogates.yml", "placeholders.yml"):
+        (languages / "fr").mkdir(parents=True, exist_ok=True)
+        shutil.copy(fr.folder / name, languages / "fr" / name)
+    shutil.copytree(fr.surrogate_data_dir, languages / "fr" / "surrogate_data")
+    shutil.copytree(fr.synth_dir, tmp_path / "corpora" / "synth" / "fr")
+
+    def deps(step):
+        project = yaml.safe_load(render_project("fr", languages))
+        return {c["name"]: c for c in project["commands"]}[step].get("deps") or []
+
+    assert "surrogate_data/cities.tsv" in deps("surrogate") and "surrogate_data/formats.yml" in deps("package")
+    assert "../../corpora/synth/fr/sections.yml" in deps("extract")
+    (languages / "fr" / "surrogate_data" / "hospitals_extra.txt").write_text("# new list\n", encoding="utf-8")
+    assert "surrogate_data/hospitals_extra.txt" in deps("surrogate") and "surrogate_data/hospitals_extra.txt" in deps("package")
+    shutil.rmtree(tmp_path / "corpora")
+    assert deps("extract") == []  # a locale without a synthetic corpus: nothing weasel would miss
+    for lang in ("es", "fr", "de"):  # every declared dep of a shipped project is there, relative to it
+        project = yaml.safe_load((PROJECT_ROOT / "languages" / lang / "project.yml").read_text(encoding="utf-8"))
+        for command in project["commands"]:
+            for dep in command.get("deps") or []:
+                if not dep.startswith(("corpus/", "training/", "packages/")):  # built by earlier steps
+                    assert (PROJECT_ROOT / "languages" / lang / dep).exists(), (lang, command["name"], dep)

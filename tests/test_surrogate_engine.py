@@ -20,7 +20,7 @@ from deid_runtime import ids
 from deid_runtime import surrogates as S
 from deid_runtime.redact import (KEY_ENV, Redactor, SurrogateKeyError, demo_key, load_key, redact_text,
                                          shift_date)
-from deid_runtime.surrogates.locale import LOCALES_DIR, Locale, folded_words
+from deid_runtime.surrogates.locale import HERE as ENGINE_DIR, Locale, folded_words, locale_folder
 from deid_factory.surrogates import surrogate_records
 
 KEY = b"test key: 32 bytes of not-secret"
@@ -102,7 +102,7 @@ def test_locale_data_reads_back_as_its_own_kind(lang):
 
 def test_every_locale_has_every_data_file():
     for lang in LOCALES:
-        locale = Locale.load(LOCALES_DIR / lang)
+        locale = Locale.load(locale_folder(lang))
         assert locale.lang == lang
         for part in ("countries", "regions", "cities", "streets", "professions", "given_female", "given_male", "surnames"):
             assert len(getattr(locale, part)) >= 15, (lang, part)
@@ -385,13 +385,17 @@ def test_training_phone_keeps_a_foreign_calling_code():
 # ----------------------------------------------------------------------------- runtime boundary
 def test_engine_runs_in_a_wheel_layout_without_faker_or_deid_factory(tmp_path):
     """The deid_<lang> wheels run on the deid-runtime wheel (package.py builds it): the engine must
-    work from that wheel, installed, with no deid_factory and no Faker (names from the locale's own lists)."""
-    from deid_factory.package import build_runtime_wheel
+    work from that wheel, installed, with no deid_factory and no Faker (names from the locale's own
+    lists), the locale's data coming from the installed deid_es wheel (its `deid_runtime.locales`
+    entry point; a regex-only deid_es is enough to carry it)."""
+    from deid_factory.package import assemble_pipeline, package_pipeline
 
     site = tmp_path / "site"
-    wheel = build_runtime_wheel(tmp_path / "dist")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    assemble_pipeline(None, "es", tmp_path / "pipeline")
+    wheel = package_pipeline(tmp_path / "pipeline", tmp_path / "dist", lang="es")
+    (runtime_wheel,) = wheel.parent.glob("deid_runtime-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel),
+                    str(runtime_wheel)], check=True, capture_output=True, timeout=300)
     script = f"""
 import sys
 class Block:
@@ -406,6 +410,8 @@ from deid_runtime.redact import redact_text
 text = 'Paciente Lucía Pérez, DNI 12345678Z, País: España, el martes 14 de noviembre.'
 spans = [(9, 20, 'PERSON'), (26, 35, 'ID'), (43, 49, 'LOCATION'), (54, 76, 'DATE')]
 out, new = redact_text(text, spans, 'surrogate', lang='es', doc_id='d', key=b'x' * 32)
+from deid_runtime.surrogates.locale import locale_folder
+assert locale_folder('es').is_relative_to({str(site)!r}), locale_folder('es')  # the deid_es wheel's data
 print('|'.join(out[s:e] for s, e, _ in new))
 """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -444,7 +450,7 @@ def test_training_identifiers_keep_their_kind_or_their_role():
     (no `kind` attribute from the source) becomes a NIR, the French national identifier."""
     import yaml
 
-    roles = yaml.safe_load((LOCALES_DIR.parent / "id_roles.yml").read_text(encoding="utf-8"))["roles"]
+    roles = yaml.safe_load((ENGINE_DIR / "id_roles.yml").read_text(encoding="utf-8"))["roles"]
     assert set(ids.keys()) <= set(roles)  # every identifier of the registry has a role
     items = [("X-1234567-L", "ID"), ("12345678Z", "ID")]
     kept, _ = surrogate_records([_placeholder_record(f"i{i}", "NIE X-1234567-L, DNI 12345678Z.", items, "es")
@@ -455,3 +461,67 @@ def test_training_identifiers_keep_their_kind_or_their_role():
     kept, report = surrogate_records([_placeholder_record(f"j{i}", "DNI 12345678Z.", [("12345678Z", "ID")], "fr")
                                       for i in range(10)], "fr", seed=4)
     assert report["id_kinds"] == {"fr_nir": 10}
+
+
+# ----------------------------------------------------------------------------- where a locale's data is
+@pytest.fixture
+def empty_registry(monkeypatch):
+    """The runtime's registry with nothing registered and no installed package declaring a locale
+    (restored after the test, with load_locale's cache)."""
+    from deid_runtime.surrogates import locale as registry
+
+    monkeypatch.setattr(registry, "_FOLDERS", {})
+    monkeypatch.setattr(registry, "_ROOTS", [])
+    monkeypatch.setattr(registry, "_entry_point_folders", lambda: {})
+    S.load_locale.cache_clear()
+    yield registry
+    S.load_locale.cache_clear()
+
+
+def _data_copy(lang, dest):
+    import shutil
+
+    from deid_factory.locale import Locale as FactoryLocale
+
+    shutil.copytree(FactoryLocale.load(lang).surrogate_data_dir, dest)
+    return dest
+
+
+def test_the_factory_reads_each_locale_from_its_own_folder():
+    from deid_factory.locale import Locale as FactoryLocale
+
+    for lang in LOCALES:
+        assert locale_folder(lang) == FactoryLocale.load(lang).surrogate_data_dir
+        assert S.load_locale(lang).folder == FactoryLocale.load(lang).surrogate_data_dir
+
+
+def test_registered_folders_roots_and_entry_points_in_that_order(empty_registry, tmp_path, monkeypatch):
+    fr = _data_copy("fr", tmp_path / "wheel" / "fr_data")
+    monkeypatch.setattr(empty_registry, "_entry_point_folders", lambda: {"fr": fr})  # an installed deid_fr
+    assert S.load_locale("fr").folder == fr and empty_registry.available() == ["fr"]
+    root = tmp_path / "project" / "languages"
+    _data_copy("fr", root / "fr" / "surrogate_data")
+    S.register_locale_root(root)  # a project's languages/ wins over the installed wheel
+    assert S.load_locale("fr").folder == root / "fr" / "surrogate_data"
+    mine = _data_copy("fr", tmp_path / "mine")
+    S.register_locale_data("fr", mine)  # a folder registered by name wins over both
+    assert S.load_locale("fr").folder == mine and S.load_locale("fr").lang == "fr"
+
+
+def test_a_language_without_data_falls_back_to_en_else_the_first_locale(empty_registry, tmp_path):
+    with pytest.raises(S.LocaleDataError, match="none is registered"):
+        S.load_locale("xx")
+    root = tmp_path / "languages"
+    for lang in ("pt", "fr"):
+        _data_copy(lang, root / lang / "surrogate_data")
+    S.register_locale_root(root)
+    assert S.load_locale("xx").lang == "fr"  # no en: the first by code, documented in load_locale
+    assert S.load_locale(None).lang == "fr"
+    _data_copy("en", root / "en" / "surrogate_data")
+    S.register_locale_root(root)  # registering again clears what was loaded before
+    assert S.load_locale("xx").lang == "en"
+    with pytest.raises(S.LocaleDataError) as err:
+        S.load_locale("xx", strict=True)
+    message = str(err.value)
+    assert "no surrogate data for locale 'xx'" in message and str(root / "xx" / "surrogate_data") in message
+    assert "deid_runtime.locales" in message and "have: en, fr, pt" in message

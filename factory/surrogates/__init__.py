@@ -9,7 +9,7 @@ before the record is kept. `surrogate_file` adds the JSONL output and the train/
 The values come from the surrogate engine that redaction uses too (deid_runtime.surrogates):
 each entity's *shape*, kept by the placeholder stage in place of the original, says the kind and
 form to draw (a country for a country, a day-month date for a day-month date...), in the target
-locale's data (deid_runtime/surrogates/locales/<target>/). This stage adds what only a training corpus
+locale's data (languages/<target>/surrogate_data/). This stage adds what only a training corpus
 needs, from languages/<target>/surrogates.yml: the casing distribution of names, unique names
 across the corpus, dates coherent within a record, identifiers drawn per role, the splits.
 """

@@ -17,17 +17,20 @@ requires (no Faker needed, no Argos, no torch).
 The training stage sees only shapes (the placeholder stage keeps them instead of the PHI);
 redaction sees the original and keeps more of its form where it can (a date is shifted, an
 identifier keeps its layout, a phone its calling code and layout, a name each word's casing).
-Everything language-specific is data in locales/<lc>/ (see its README).
+Everything language-specific is data, one folder per locale (languages/<lc>/surrogate_data/ in the
+factory, inside each deid_<lc> wheel once packaged; locale.py says how a folder is found, and
+docs/surrogate_data.md what it holds).
 """
 
 from .dates import age_like, date_parts, draw_date, shift_date
 from .forms import apply_casing, casing_of, match_casing
 from .identifiers import generate_id, like
 from .kinds import describe
-from .locale import Locale, LocaleDataError, fold, load_locale
+from .locale import Locale, LocaleDataError, fold, load_locale, register_locale_data, register_locale_root
 from .names import NameGenerator, Person, PersonWords, names_of, sex_of
 from .values import surrogate_for
 
 __all__ = ["Locale", "LocaleDataError", "NameGenerator", "Person", "PersonWords", "age_like", "apply_casing",
            "casing_of", "date_parts", "describe", "draw_date", "fold", "generate_id", "like", "load_locale",
-           "match_casing", "names_of", "sex_of", "shift_date", "surrogate_for"]
+           "match_casing", "names_of", "register_locale_data", "register_locale_root", "sex_of", "shift_date",
+           "surrogate_for"]

@@ -4,7 +4,7 @@ The forms of a date (`parts`): dmy a full date, dm day and month ("martes 14 de 
 "14/11"), my month and year, y a year, m a month alone, w a weekday alone; `weekday` says whether a
 weekday is written too; `form` is numeric (digits only), written (a month or weekday name and
 digits) or words (names only). Month and weekday names, numeric order and templates are data
-(`date` in locales/<lc>/formats.yml).
+(`date` in the locale's surrogate_data/formats.yml).
 """
 
 from __future__ import annotations

@@ -1,9 +1,22 @@
-"""The surrogate data of one locale, read once from its folder (locales/<lc>/, see its README).
+"""The surrogate data of one locale, read once from its folder (docs/surrogate_data.md lists the files).
 
 Everything language-specific the engine knows is here, as data: formats (dates, phones, addresses),
 the words that tell a kind (triggers, titles, organisation keywords) and the word lists surrogates
 are drawn from (countries, regions, cities with postal codes, streets, organisations per kind,
 professions, given names per sex and surnames). Nothing here imports Faker, Argos or torch.
+
+Where a locale's data is: the runtime holds none of it (a locale is added as data, without editing
+this package). A small registry says where each locale's folder is, looked up in this order:
+
+  1. folders registered one by one: `register_locale_data("fr", folder)`;
+  2. roots registered with `register_locale_root(root)`, the newest first: `<root>/<lc>/surrogate_data/`
+     (the factory registers its project's `languages/`, deid_factory.locale);
+  3. entry points of the group `deid_runtime.locales` (ENTRY_POINT_GROUP) that installed packages
+     declare: name = the language code, value = a path or a function returning one. Every deid_<lc>
+     wheel declares its own (`factory package` copies the locale's data into it), so an installed
+     pipeline carries its language's data and needs no checkout.
+
+A folder counts when it holds a formats.yml.
 """
 
 from __future__ import annotations
@@ -19,9 +32,10 @@ import yaml
 from ..text import fold  # the engine's modules import it from here
 
 HERE = Path(__file__).resolve().parent
-LOCALES_DIR = HERE / "locales"
-COMMON_FILE = HERE / "common.yml"
+COMMON_FILE = HERE / "common.yml"  # shared by every locale: it stays in the runtime
 DEFAULT_LOCALE = "en"  # the locale of a document whose language has no folder (the router's fallback)
+DATA_FOLDER = "surrogate_data"  # <root>/<lc>/surrogate_data/ under a registered root
+ENTRY_POINT_GROUP = "deid_runtime.locales"
 
 _WORD = re.compile(r"\w+")
 
@@ -89,7 +103,7 @@ def _phrases(values: list[str] | None) -> frozenset[tuple[str, ...]]:
 
 @dataclass(eq=False)  # one object per locale (load_locale caches it): hashed by identity
 class Locale:
-    """One locale's surrogate data (see locales/<lc>/formats.yml for what each part means)."""
+    """One locale's surrogate data (docs/surrogate_data.md says what each part means)."""
 
     lang: str
     folder: Path
@@ -145,13 +159,16 @@ class Locale:
         return patterns
 
     @classmethod
-    def load(cls, folder: Path) -> "Locale":
+    def load(cls, folder: Path, lang: str | None = None) -> "Locale":
+        """The data of one folder; its language is formats.yml's `lang`, else `lang`, else the
+        folder's name (<lc>/surrogate_data/: the parent's)."""
+        folder = Path(folder)
         formats = _read_yaml(folder / "formats.yml")
         organizations = _read_yaml(folder / "organizations.yml")
         if not isinstance(organizations, dict):
             raise LocaleDataError(f"{folder / 'organizations.yml'}: expected lists per kind (hospital: [...])")
         return cls(
-            lang=str(formats.get("lang") or folder.name),
+            lang=str(formats.get("lang") or lang or (folder.parent.name if folder.name == DATA_FOLDER else folder.name)),
             folder=folder,
             formats=formats,
             countries=read_list(folder / "countries.txt"),
@@ -166,19 +183,105 @@ class Locale:
         )
 
 
+# ---------------------------------------------------------------------- where each locale's data is
+_FOLDERS: dict[str, Path] = {}  # register_locale_data
+_ROOTS: list[Path] = []         # register_locale_root, the newest first
+
+
+def _has_data(folder: Path | None) -> bool:
+    return folder is not None and (folder / "formats.yml").is_file()
+
+
+def register_locale_data(lang: str, folder: str | Path) -> None:
+    """Read the surrogate data of `lang` from `folder` (wins over roots and installed packages)."""
+    _FOLDERS[str(lang)] = Path(folder)
+    load_locale.cache_clear()  # a locale loaded (or fallen back) before may now read elsewhere
+
+
+def register_locale_root(root: str | Path) -> None:
+    """Read each locale's data from `<root>/<lc>/surrogate_data/` (a factory project's languages/).
+    A root registered later is searched first; registering one again moves it to the front."""
+    root = Path(root)
+    if root in _ROOTS:
+        _ROOTS.remove(root)
+    _ROOTS.insert(0, root)
+    load_locale.cache_clear()
+
+
+def _entry_point_folders() -> dict[str, Path]:
+    """lang -> folder, as the installed packages declare them (group ENTRY_POINT_GROUP). A broken
+    declaration is skipped with a warning naming the package: it must not stop other languages."""
+    import logging
+    from importlib.metadata import entry_points
+
+    found: dict[str, Path] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found:  # the first on sys.path wins, as for the package itself
+            continue
+        try:
+            value = ep.load()
+            folder = Path(value() if callable(value) else value)
+        except Exception as err:  # noqa: BLE001 - whatever an installed package does wrong
+            logging.getLogger(__name__).warning("entry point %s (%s) of group %s: %s", ep.name, ep.value,
+                                                ENTRY_POINT_GROUP, type(err).__name__)
+            continue
+        if _has_data(folder):
+            found[ep.name] = folder
+    return found
+
+
+def locale_folder(lang: str) -> Path | None:
+    """The folder of `lang`'s surrogate data (registered folder, then roots, then installed
+    packages), or None when no one has it."""
+    lang = str(lang)
+    if _has_data(_FOLDERS.get(lang)):
+        return _FOLDERS[lang]
+    for root in _ROOTS:
+        if _has_data(root / lang / DATA_FOLDER):
+            return root / lang / DATA_FOLDER
+    # entry points last, and only when needed: loading them imports the installed deid_<lc> packages
+    return _entry_point_folders().get(lang)
+
+
+def locale_folders() -> dict[str, Path]:
+    """Every locale with surrogate data and its folder, by the precedence of locale_folder."""
+    found = dict(_entry_point_folders())
+    for root in reversed(_ROOTS):  # the newest root last: it wins
+        if root.is_dir():
+            found.update({p.parent.name: p for p in root.glob(f"*/{DATA_FOLDER}") if _has_data(p)})
+    found.update({lang: folder for lang, folder in _FOLDERS.items() if _has_data(folder)})
+    return dict(sorted(found.items()))
+
+
 def available() -> list[str]:
     """The locales that have surrogate data."""
-    return sorted(p.name for p in LOCALES_DIR.iterdir() if (p / "formats.yml").exists())
+    return list(locale_folders())
+
+
+def _where(lang: str | None) -> str:
+    """Where the data of `lang` would be read from, for an error message."""
+    places = [str(root / (lang or "<lc>") / DATA_FOLDER) for root in _ROOTS[:1]]
+    places.append(f"an installed package's entry point {lang or '<lc>'!r} in group {ENTRY_POINT_GROUP!r} (a deid_<lc> wheel)")
+    return " or ".join(places)
 
 
 @lru_cache(maxsize=None)
 def load_locale(lang: str | None, strict: bool = False) -> Locale:
-    """The surrogate data of `lang`; the default locale's for a language without data, unless
-    `strict` (the training corpus must be written in its own locale: a clear error instead)."""
-    folder = LOCALES_DIR / (lang or "")
-    if not lang or not (folder / "formats.yml").exists():
-        if strict:
-            raise LocaleDataError(f"no surrogate data for locale {lang!r}: {folder} (have: {', '.join(available())}); "
-                                  f"copy {LOCALES_DIR / DEFAULT_LOCALE} there and translate it")
-        folder = LOCALES_DIR / DEFAULT_LOCALE
-    return Locale.load(folder)
+    """The surrogate data of `lang`. A language without data gets the default locale's (`en`), or,
+    where `en` has none registered (a runtime with only deid_fr installed), the first locale with
+    data in code order, so redaction still writes surrogates; none at all is a LocaleDataError.
+    `strict` (the training corpus must be written in its own locale) gives a clear error instead of
+    any fallback, naming where the data should be."""
+    folder = locale_folder(lang) if lang else None
+    if folder is not None:
+        return Locale.load(folder, lang=lang)
+    have = locale_folders()
+    fallback = have.get(DEFAULT_LOCALE) or next(iter(have.values()), None)
+    if strict:
+        copy = f"copy {fallback} there and translate it" if fallback else "write its data there (docs/surrogate_data.md)"
+        raise LocaleDataError(f"no surrogate data for locale {lang!r}: {_where(lang)} "
+                              f"(have: {', '.join(have) or 'none'}); {copy}")
+    if fallback is None:
+        raise LocaleDataError(f"no surrogate data for locale {lang!r} nor any other: none is registered "
+                              f"(install a deid_<lc> pipeline, or call register_locale_data / register_locale_root)")
+    return Locale.load(fallback)

@@ -3,7 +3,7 @@
 The shape (kinds.describe, or the one the placeholder stage kept) picks the kind and form: a
 country for a country, a postal code for a postal code, a health centre for a health centre, a
 day-month date for a day-month date, an international phone with its calling code... The values
-come from the locale's data (formats.yml and the word lists of locales/<lc>/).
+come from the locale's data (formats.yml and the word lists of its surrogate_data/ folder).
 """
 
 from __future__ import annotations
