@@ -70,6 +70,7 @@ from .stats import stats_command  # noqa: E402
 from .placeholders import calibrate_command, placeholder_command  # noqa: E402
 from .translate_job import translate_command  # noqa: E402
 from .surrogates import surrogate_command  # noqa: E402
+from .pretrain import pretrain_command  # noqa: E402
 from .train import train_command  # noqa: E402
 from .selftrain import selftrain_command  # noqa: E402
 from .evaluate import evaluate_command  # noqa: E402
@@ -87,6 +88,7 @@ for _name, _command in (
     ("calibrate", calibrate_command),
     ("translate", translate_command),
     ("surrogate", surrogate_command),
+    ("pretrain", pretrain_command),
     ("train", train_command),
     ("selftrain", selftrain_command),
     ("evaluate", evaluate_command),
