@@ -204,7 +204,7 @@ def pretrain_tok2vec(notes: str | Path, config_path: str | Path, out_dir: str | 
         "pieces": piece_counts["pieces"],
         "piece_max_chars": PIECE_CHARS,
         "characters": piece_counts["characters"],
-        "words": words[-1] if words else 0,
+        "words_seen": words[-1] if words else 0,  # over all epochs (spaCy counts cumulatively)
         "epochs": epochs,
         "objective": OBJECTIVE,
         "epoch_losses": [round(float(row.get("epoch_loss", 0.0)), 4) for row in epoch_log],

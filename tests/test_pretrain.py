@@ -108,7 +108,7 @@ def test_pretraining_writes_weights_that_moved_from_their_initialisation(pretrai
     assert report["epochs"] == EPOCHS and len(report["epoch_losses"]) == EPOCHS
     assert report["epoch_losses"][-1] < report["epoch_losses"][0]  # the objective went down
     assert report["unlabeled"]["notes"] == 20 and report["unlabeled"]["files"] == 11  # .ann ignored
-    assert report["pieces"] == 20 and report["words"] > 0 and report["objective"] == "spacy.PretrainCharacters.v1"
+    assert report["pieces"] == 20 and report["words_seen"] > 0 and report["objective"] == "spacy.PretrainCharacters.v1"
     assert json.loads((out / REPORT).read_text(encoding="utf-8")) == report
     assert not (out / ".staging").exists() and not (out / "epochs").exists()
     assert [row["epoch"] for row in srsly.read_jsonl(out / "log.jsonl")] == list(range(EPOCHS))
