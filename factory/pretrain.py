@@ -34,11 +34,11 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-import srsly
 import typer
 
-from .records import OutputError, RecordError, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic, writes_to
+from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic, writes_to
 from .selftrain import SelfTrainError, read_unlabeled
+from .train import OBJECTIVE, _gpu_available, init_tok2vec_overrides, pretraining_block  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,6 @@ WEIGHTS = "tok2vec.bin"
 REPORT = "pretrain_report.json"
 RAW_TEXT = "raw.jsonl"
 PIECE_CHARS = 2000
-OBJECTIVE = "spacy.PretrainCharacters.v1"
 
 
 class PretrainError(RuntimeError):
@@ -54,30 +53,6 @@ class PretrainError(RuntimeError):
 
 
 # --------------------------------------------------------------------------- config
-def pretraining_block() -> dict:
-    """spaCy's default [pretraining] block (default_config_pretraining.cfg), uninterpolated: the
-    tok2vec component, the character objective, its batcher and optimizer. `factory train
-    --init-tok2vec` puts the same block into the training config, because spaCy only reads
-    [initialize] init_tok2vec when the config has a [pretraining] block naming the component."""
-    from spacy.language import DEFAULT_CONFIG_PRETRAIN_PATH
-    from spacy.util import load_config
-
-    block = load_config(DEFAULT_CONFIG_PRETRAIN_PATH, interpolate=False)["pretraining"]
-    if block["objective"].get("@architectures") != OBJECTIVE:  # pragma: no cover - a spaCy upgrade changed it
-        raise PretrainError(f"spaCy's default pretraining objective is not {OBJECTIVE}")
-    return block
-
-
-def init_tok2vec_overrides(weights: str | Path) -> dict:
-    """The spaCy config overrides that make training start from pretrained tok2vec weights:
-    paths.init_tok2vec (-> [initialize] init_tok2vec) and the [pretraining] block, key by key
-    (registered functions such as the objective as inline blocks)."""
-    overrides: dict = {"paths.init_tok2vec": str(weights)}
-    for key, value in pretraining_block().items():
-        overrides[f"pretraining.{key}"] = value
-    return overrides
-
-
 def pretrain_config(config_text: str, raw_text: str | Path, epochs: int, seed: int | None = None):
     """The pretraining config: the training config (its nlp, tokenizer and tok2vec) with spaCy's
     default [pretraining] block and [corpora.pretrain] reader merged in, as `spacy init fill-config
@@ -148,7 +123,6 @@ def pretrain_tok2vec(notes: str | Path, config_path: str | Path, out_dir: str | 
     to OUT/pretrain_report.json. The notes' text goes to CORPUS_DIR/raw.jsonl only."""
     from spacy.training.pretrain import pretrain
 
-    from .train import _gpu_available
 
     config_path, out_dir, corpus_dir = Path(config_path), Path(out_dir), Path(corpus_dir)
     if epochs < 1:
@@ -188,7 +162,7 @@ def pretrain_tok2vec(notes: str | Path, config_path: str | Path, out_dir: str | 
             if not last.exists():
                 raise PretrainError("spaCy's pretraining wrote no weights for the last epoch")
             seconds = time.perf_counter() - t0
-            epoch_log = [row for row in srsly.read_jsonl(staging / "log.jsonl")]
+            epoch_log = [line.value for line in json_objects(staging / "log.jsonl", "an epoch of spaCy's pretraining log")]
             write_text_atomic(out_dir / "config.cfg", cfg.to_str())
             shutil.copyfile(staging / "log.jsonl", out_dir / "log.jsonl")
             write_bytes_atomic(out_dir / WEIGHTS, last.read_bytes())

@@ -38,6 +38,34 @@ class TrainError(RuntimeError):
     pass
 
 
+# spaCy pretraining (factory pretrain): its objective, and what training needs to start from its weights
+OBJECTIVE = "spacy.PretrainCharacters.v1"
+
+
+def pretraining_block() -> dict:
+    """spaCy's default [pretraining] block (default_config_pretraining.cfg), uninterpolated: the
+    tok2vec component, the character objective, its batcher and optimizer. `factory train
+    --init-tok2vec` puts the same block into the training config, because spaCy only reads
+    [initialize] init_tok2vec when the config has a [pretraining] block naming the component."""
+    from spacy.language import DEFAULT_CONFIG_PRETRAIN_PATH
+    from spacy.util import load_config
+
+    block = load_config(DEFAULT_CONFIG_PRETRAIN_PATH, interpolate=False)["pretraining"]
+    if block["objective"].get("@architectures") != OBJECTIVE:  # pragma: no cover - a spaCy upgrade changed it
+        raise TrainError(f"spaCy's default pretraining objective is not {OBJECTIVE}")
+    return block
+
+
+def init_tok2vec_overrides(weights: str | Path) -> dict:
+    """The spaCy config overrides that make training start from pretrained tok2vec weights:
+    paths.init_tok2vec (-> [initialize] init_tok2vec) and the [pretraining] block, key by key
+    (registered functions such as the objective as inline blocks)."""
+    overrides: dict = {"paths.init_tok2vec": str(weights)}
+    for key, value in pretraining_block().items():
+        overrides[f"pretraining.{key}"] = value
+    return overrides
+
+
 def docbin_lengths(path: str | Path) -> list[int]:
     """Token counts of the docs in a .spacy file (no text is read out)."""
     from spacy.tokens import DocBin
@@ -192,7 +220,6 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         overrides["paths.vectors"] = vectors
         overrides["components.tok2vec.model.embed.include_static_vectors"] = True
     if init_tok2vec:
-        from .pretrain import init_tok2vec_overrides
 
         if not Path(init_tok2vec).is_file():
             raise TrainError(f"init_tok2vec {init_tok2vec}: pretrained tok2vec weights not found (run `factory pretrain`)")
