@@ -332,14 +332,17 @@ def _is_pipeline(path: Path) -> bool:
     return cfg.exists() and MERGER in cfg.read_text(encoding="utf-8")
 
 
-def dev_scores(pipeline_dir: str | Path, dev_data) -> dict:
-    """Strict micro F1 on dev of the combined pipeline and of its NER alone."""
+def dev_scores(pipeline_dir: str | Path, dev_data, recall_bias: float | None = None) -> dict:
+    """Strict micro F1 on dev of the combined pipeline and of its NER alone, and its token recall;
+    with `recall_bias`, the tagger decodes with that o_bias (the pipeline as it would be packaged)."""
     import spacy
 
-    from .evaluate import score_corpus
+    from .evaluate import RECALL_KNOB, score_corpus
     from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
 
     nlp = spacy.load(pipeline_dir)
+    if recall_bias is not None and RECALL_KNOB in nlp.pipe_names:
+        nlp.get_pipe(RECALL_KNOB).o_bias = float(recall_bias)
     scored = score_corpus(nlp, dev_data)["systems"]
     return {"strict_f": scored["combined"]["strict"]["micro"]["f"], "ner_strict_f": scored["ner"]["strict"]["micro"]["f"],
             "token_recall": scored["combined"]["token_recall"]}
@@ -427,7 +430,9 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         raise SelfTrainError(f"{dev_docbin}: no dev documents")
     if Path(dev_docbin).suffix != ".spacy":
         dev_docbin = _dev_docbin(dev_data, lang, corpus_dir / "dev.spacy")
-    best = dev_scores(pipeline_dir, dev_data)
+    # the base and every round are compared as they would be packaged (the build's recall setting):
+    # the recall guard protects what the user gets, not the model's own decoding
+    best = dev_scores(pipeline_dir, dev_data, recall_bias)
     best_pipeline, best_round = pipeline_dir, 0
     log.info("round 0 (base pipeline): dev strict F1 %.4f", best["strict_f"])
     report: dict[str, Any] = {
@@ -482,7 +487,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         shutil.move(str(trained), str(round_dir / "model"))
         model = round_dir / "model" / "model-best"
         assemble_pipeline(model, lang, round_dir / "pipeline", pack_dir=pack_dir, version=version)
-        scores = dev_scores(round_dir / "pipeline", dev_data)
+        scores = dev_scores(round_dir / "pipeline", dev_data, recall_bias)
         # recall first: a round that finds more exact spans but leaves more PHI tokens in clear
         # text is not an improvement for a de-identifier (self-training on a model's own confident
         # labels tends to trade recall for precision)
@@ -502,8 +507,8 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
     report.update({"best_round": best_round, "best_dev": best, "stopped": stopped,
                    "pipeline": str(pipeline_out) if pipeline_out is not None else str(best_pipeline)})
     if pipeline_out is not None:
-        # the rounds label and score with the models' own decoding (o_bias 0, as measured); only
-        # the pipeline the build packages gets its recall setting
+        # the rounds label the notes with the models' own decoding (o_bias 0); the pipeline the
+        # build packages gets its recall setting, the one dev compared them with
         _copy_pipeline(best_pipeline, Path(pipeline_out))
         set_recall_bias(pipeline_out, recall_bias)
     write_text_atomic(out_dir / "selftrain_report.json", srsly.json_dumps(report, indent=2))

@@ -265,7 +265,7 @@ def test_rounds_go_on_while_dev_improves_and_the_best_pipeline_is_kept(selftrain
     scripted = iter([0.5, 0.6, 0.55, 0.9])
     scored = []
 
-    def fake_dev_scores(pipeline_dir, dev_data):
+    def fake_dev_scores(pipeline_dir, dev_data, recall_bias=None):
         scored.append(Path(pipeline_dir))
         return {"strict_f": next(scripted), "ner_strict_f": 0.0, "token_recall": 0.9}
 
@@ -330,7 +330,7 @@ def test_a_round_that_loses_token_recall_is_not_kept(selftrain_run, tmp_path, mo
     run = selftrain_run
     scripted = iter([(0.5, 0.95), (0.7, 0.90)])
 
-    def fake_dev_scores(pipeline_dir, dev_data):
+    def fake_dev_scores(pipeline_dir, dev_data, recall_bias=None):
         f, recall = next(scripted)
         return {"strict_f": f, "ner_strict_f": 0.0, "token_recall": recall}
 
@@ -351,3 +351,17 @@ def test_a_round_that_loses_token_recall_is_not_kept(selftrain_run, tmp_path, mo
                            corpus_dir=tmp_path / "corpus2", settings=load_settings(rounds=2, max_recall_drop=0.1),
                            max_epochs=1, patience=1, seed=0)
     assert [r["accepted"] for r in report["rounds"]] == [True, False]
+
+
+def test_dev_is_scored_as_the_pipeline_would_be_packaged(train_tagger_pipeline, train_corpus):
+    """The recall guard compares pipelines at the build's recall setting: dev_scores decodes with the
+    given o_bias (a large one redacts tokens the tiny tagger is unsure of, so recall cannot fall and
+    the scores differ from the model's own decoding)."""
+    from deid_factory.evaluate import load_corpus
+    from deid_factory.selftrain import dev_scores
+
+    data = load_corpus(train_corpus / "test.jsonl")
+    own = dev_scores(train_tagger_pipeline, data)
+    packaged = dev_scores(train_tagger_pipeline, data, recall_bias=30.0)
+    assert packaged["token_recall"] >= own["token_recall"]
+    assert packaged != own
