@@ -82,6 +82,18 @@ def register_surrogate_data(root: str | Path | None = None) -> Path:
     return folder
 
 
+def concern_files(name: str, root: str | Path | None = None) -> list[Path]:
+    """languages/*/<name>.yml of a project (default: the factory's), every locale folder's that has
+    one (with or without a locale.yml), sorted by locale: e.g. every placeholder inventory."""
+    return sorted(languages_dir(root).glob(f"*/{name}.yml"))
+
+
+def pack_folders(root: str | Path | None = None) -> list[Path]:
+    """Every regex_packs/<pack>/ of a project (default: the factory's) that holds a pack.yml, sorted."""
+    folder = packs_dir(root)
+    return sorted(p for p in folder.iterdir() if (p / "pack.yml").exists()) if folder.is_dir() else []
+
+
 def available(root: Path | None = None) -> list[str]:
     """The locales of a project: every languages/<lc>/ with a locale.yml."""
     root = Path(root) if root is not None else _project_root()
@@ -119,6 +131,21 @@ class Locale:
         if not cls.settings_path(lang, Path(root).expanduser() if root is not None else None).exists():
             return None
         return cls.load(lang, root)
+
+    @classmethod
+    def of(cls, lang: str, root: str | Path | None = None) -> "Locale":
+        """The locale `lang` of a project wherever its folders are wanted, whether or not it has a
+        locale.yml (yet): Locale.load when languages/<lang>/locale.yml is there (a broken one raises),
+        else a bare locale, its settings the shared defaults alone and its folders where `factory
+        new-locale` writes them (regex_packs/<lang>/). The stages that take a locale code without
+        needing its settings (silver filters, placeholder inventory, synthetic corpus, regex pack)
+        find its files this way: `Locale.of(lc).silver_file`, `.pack_dir` (which honours
+        `regex_pack:`), `.synth_dir`."""
+        found = cls.find(lang, root)
+        if found is not None:
+            return found
+        root = Path(root).expanduser().resolve() if root is not None else _project_root()
+        return cls(str(lang), root, {}, defaults())
 
     @staticmethod
     def folder_of(lang: str, root: str | Path | None = None) -> Path:
