@@ -9,6 +9,11 @@
   regex_packs/<pack>/   pack.yml + context.yml (the `regex_pack` of locale.yml, usually <lc>)
   corpora/synth/<lc>/   the locale's synthetic corpus data, when it has one
 
+`Locale.of(lc)` is the same object wherever a locale's files are wanted, with or without a
+locale.yml (yet): the stages that need only its files (silver.yml, placeholders.yml, its synthetic
+corpus, its regex pack) find them through it, and no other module builds a path into those folders
+but render.py and the new-locale scaffold (tests/test_locale.py).
+
 `settings` is locale.yml over the shared defaults of factory/templates/defaults.yml (a key set to
 null in locale.yml keeps its default). The project root is the one the factory works on
 (deid_factory.PROJECT_ROOT: `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
