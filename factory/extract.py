@@ -88,12 +88,11 @@ def extract(inp: str | Path | None, fmt: str, lang: str, out: str | Path, report
 
 def _native_synthetic(source_lang: str, target: str | None, share: float, n_source: int, n: int, seed: int) -> dict | None:
     """The target's own synthetic records for a translation build (see extract), with their report."""
-    from . import PROJECT_ROOT
-    from .locale import synth_dir
+    from .locale import Locale
 
     if not target or target == source_lang or share <= 0:
         return None
-    folder = synth_dir(PROJECT_ROOT) / target
+    folder = Locale.of(target).synth_dir
     if not folder.is_dir():
         return {"records": [], "report": {"share": share, "records": 0, "reason": f"no native synthetic corpus (corpora/synth/{target}/)"}}
     count = n if share >= 1.0 else round(n_source * share / (1.0 - share))

@@ -9,6 +9,11 @@
   regex_packs/<pack>/   pack.yml + context.yml (the `regex_pack` of locale.yml, usually <lc>)
   corpora/synth/<lc>/   the locale's synthetic corpus data, when it has one
 
+`Locale.of(lc)` is the same object wherever a locale's files are wanted, with or without a
+locale.yml (yet): the stages that need only its files (silver.yml, placeholders.yml, its synthetic
+corpus, its regex pack) find them through it, and no other module builds a path into those folders
+but render.py and the new-locale scaffold (tests/test_locale.py).
+
 `settings` is locale.yml over the shared defaults of factory/templates/defaults.yml (a key set to
 null in locale.yml keeps its default). The project root is the one the factory works on
 (deid_factory.PROJECT_ROOT: `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
@@ -82,6 +87,18 @@ def register_surrogate_data(root: str | Path | None = None) -> Path:
     return folder
 
 
+def concern_files(name: str, root: str | Path | None = None) -> list[Path]:
+    """languages/*/<name>.yml of a project (default: the factory's), every locale folder's that has
+    one (with or without a locale.yml), sorted by locale: e.g. every placeholder inventory."""
+    return sorted(languages_dir(root).glob(f"*/{name}.yml"))
+
+
+def pack_folders(root: str | Path | None = None) -> list[Path]:
+    """Every regex_packs/<pack>/ of a project (default: the factory's) that holds a pack.yml, sorted."""
+    folder = packs_dir(root)
+    return sorted(p for p in folder.iterdir() if (p / "pack.yml").exists()) if folder.is_dir() else []
+
+
 def available(root: Path | None = None) -> list[str]:
     """The locales of a project: every languages/<lc>/ with a locale.yml."""
     root = Path(root) if root is not None else _project_root()
@@ -119,6 +136,21 @@ class Locale:
         if not cls.settings_path(lang, Path(root).expanduser() if root is not None else None).exists():
             return None
         return cls.load(lang, root)
+
+    @classmethod
+    def of(cls, lang: str, root: str | Path | None = None) -> "Locale":
+        """The locale `lang` of a project wherever its folders are wanted, whether or not it has a
+        locale.yml (yet): Locale.load when languages/<lang>/locale.yml is there (a broken one raises),
+        else a bare locale, its settings the shared defaults alone and its folders where `factory
+        new-locale` writes them (regex_packs/<lang>/). The stages that take a locale code without
+        needing its settings (silver filters, placeholder inventory, synthetic corpus, regex pack)
+        find its files this way: `Locale.of(lc).silver_file`, `.pack_dir` (which honours
+        `regex_pack:`), `.synth_dir`."""
+        found = cls.find(lang, root)
+        if found is not None:
+            return found
+        root = Path(root).expanduser().resolve() if root is not None else _project_root()
+        return cls(str(lang), root, {}, defaults())
 
     @staticmethod
     def folder_of(lang: str, root: str | Path | None = None) -> Path:

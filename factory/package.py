@@ -40,7 +40,7 @@ import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PACKAGE_DIR, PROJECT_ROOT
-from .locale import SURROGATE_DATA, Locale, packs_dir
+from .locale import SURROGATE_DATA, Locale
 from .records import WRITE_ONLY_ERRNOS, OutputError, writes_to
 
 log = logging.getLogger(__name__)
@@ -97,7 +97,9 @@ def write_dir_atomic(final: Path, fill) -> None:
 
 
 def default_pack_dir(lang: str) -> Path:
-    return packs_dir(PROJECT_ROOT) / lang
+    """The regex pack of locale `lang` of the factory's project: regex_packs/<regex_pack of its
+    locale.yml> (regex_packs/<lang>/ for a locale without a locale.yml)."""
+    return Locale.of(lang).pack_dir
 
 
 def set_recall_bias(pipeline_dir: str | Path, bias: float) -> None:

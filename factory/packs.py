@@ -16,8 +16,8 @@ from . import PROJECT_ROOT
 from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, languages_dir, packs_dir, synth_dir
 from deid_runtime.regex_pack import Pattern, RegexPack
 
+# regex_packs/ of the factory's project: what runs every pack of it (`factory redact --fallback union`)
 PACKS_DIR = packs_dir(PROJECT_ROOT)
-LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
 NEW_LOCALE_TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from a complete locale with a note on top:
 # they hold word lists and formats of that language that the new locale must translate.
@@ -28,8 +28,11 @@ MIN_CASES = 40
 MIN_NEGATIVE_SHARE = Fraction(1, 3)  # exact: 14 negatives of 42 cases is a third, not a float's near miss
 
 
-def load_pack(locale: str, packs_dir: Path = PACKS_DIR) -> RegexPack:
-    path = packs_dir / locale
+def load_pack(locale: str, packs_dir: Path | None = None) -> RegexPack:
+    """The regex pack of `locale`: its locale's pack (Locale.pack_dir: the `regex_pack` of its
+    locale.yml, regex_packs/<locale>/ without one), or `packs_dir`/<locale> when a folder of packs is given."""
+    path = Path(packs_dir) / locale if packs_dir is not None else Locale.of(locale).pack_dir
+    packs_dir = path.parent
     if not (path / "pack.yml").exists():
         known = sorted(p.name for p in packs_dir.iterdir() if (p / "pack.yml").exists()) if packs_dir.exists() else []
         raise FileNotFoundError(f"no regex pack for locale {locale!r} in {packs_dir} (known: {', '.join(known) or 'none'})")
@@ -231,7 +234,8 @@ def _copy_surrogate_data(source: Path, target: Path, start_from: str, name: str,
 # ---------------------------------------------------------------------- CLI
 def pack_test_command(
     locale: str = typer.Argument(..., help="Locale of the pack, e.g. fr"),
-    packs_dir: Path = typer.Option(PACKS_DIR, help="Folder holding one pack folder per locale"),
+    packs_dir: Path = typer.Option(None, help="Folder holding one pack folder per locale (default: the pack "
+                                   "named by the locale's locale.yml, in the project's regex_packs/)"),
     minimums: bool = typer.Option(True, help=f"Also require what CI requires: {MIN_CASES} cases, a third of them "
                                   "negatives, every pattern tested (--no-minimums while a pack is being written)"),
 ) -> None:
@@ -278,9 +282,9 @@ def new_locale_command(
     for path in scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, start_from=start_from,
                                 country=country):
         typer.echo(f"wrote {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
-    surrogate_data = Locale.folder_of(lang, PROJECT_ROOT) / SURROGATE_DATA
+    surrogate_data = Locale.of(lang).surrogate_data_dir
     if not surrogate_data.is_dir():  # the project has no surrogate data of the start locale to copy
-        typer.echo(f"surrogate data not written ({Locale.folder_of(start_from, PROJECT_ROOT) / SURROGATE_DATA} "
+        typer.echo(f"surrogate data not written ({Locale.of(start_from).surrogate_data_dir} "
                    f"is not there): write {surrogate_data} for {name} (docs/surrogate_data.md)")
     typer.echo(f"next: fill in those data files (README, \"Adding a locale\"), then `factory pack-test {lang}`, "
                f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/test_regex_packs.py -k {lang}`")

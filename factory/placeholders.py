@@ -29,7 +29,7 @@ import yaml
 from deid_runtime.text import fold, replace_spans
 
 from . import PROJECT_ROOT
-from .locale import languages_dir
+from .locale import Locale, concern_files
 from .labels import CANONICAL_LABELS
 from .records import (Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_json_atomic,
                       write_text_atomic)
@@ -37,7 +37,6 @@ from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
 
-LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
 POOL = "ANY"  # shared terms used when a category's own list runs out
 SHAPE_CONTEXT_CHARS = 60  # text before a span that tells its kind ("País: ", "Sra. ")
 
@@ -88,7 +87,8 @@ class Inventory:
 
 
 def inventory_path(target: str) -> Path:
-    return LANGUAGES_DIR / target / "placeholders.yml"
+    """languages/<target>/placeholders.yml of the factory's project (Locale.placeholders_file)."""
+    return Locale.of(target).placeholders_file
 
 
 def load_inventory(target: str | None = None, path: str | Path | None = None) -> Inventory:
@@ -120,7 +120,7 @@ def load_inventory(target: str | None = None, path: str | Path | None = None) ->
 def all_placeholder_terms() -> list[str]:
     """Every candidate and calibrated term of every locale (the argos testkit trains its tokenizer on them)."""
     found: dict[str, None] = {}
-    for path in sorted(LANGUAGES_DIR.glob("*/placeholders.yml")):
+    for path in concern_files("placeholders"):
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         for section in ("candidates", "terms"):
             for entries in (raw.get(section) or {}).values():

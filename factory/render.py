@@ -3,6 +3,10 @@
 (or more) language projects cannot drift apart. Per-language values come from the locale's settings
 (factory/locale.py: languages/<lc>/locale.yml over the shared defaults of factory/templates/defaults.yml);
 each step's `deps` include the locale files it reads (Locale.project_deps).
+
+The root project.yml is rendered too (factory/templates/root_project.yml.j2): its build-<lc>
+commands and its build-all workflow list every locale of the project, so adding a locale edits no
+project file by hand.
 """
 
 from __future__ import annotations
@@ -13,21 +17,23 @@ import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PROJECT_ROOT
-from .locale import REQUIRED, Locale, LocaleError, available
+from .locale import REQUIRED, Locale, LocaleError, available, languages_dir
 from .records import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-LANGUAGES = PROJECT_ROOT / "languages"
+LANGUAGES = languages_dir(PROJECT_ROOT)
+ROOT_TEMPLATE = "root_project.yml.j2"
 
 
 class RenderError(RuntimeError):
     pass
 
 
-def _env() -> Environment:
+def _env(trim_blocks: bool = False) -> Environment:
     # StrictUndefined: a missing locale value is an error, never an empty string in a config
+    # (trim_blocks: the root template's loops, one line per locale, leave no blank line behind)
     return Environment(loader=FileSystemLoader(str(TEMPLATES)), undefined=StrictUndefined,
-                       keep_trailing_newline=True)
+                       keep_trailing_newline=True, trim_blocks=trim_blocks)
 
 
 def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
@@ -57,18 +63,59 @@ def rendered_files(lang: str, languages_dir: Path = LANGUAGES) -> dict[Path, str
             base / "configs" / "config.cfg": render_config(lang, languages_dir)}
 
 
+def _build_help(locale: Locale) -> str:
+    """The help line of the root project's build-<lc> command, from the locale's settings."""
+    lang, source = locale.lang, locale.settings["source_lang"]
+    if source == lang:
+        return f"Build and install deid_{lang} (offline: no translation)"
+    route = " and ".join(f"{p['from']}->{p['to']}" for p in locale.get("argos_packages") or []
+                         if isinstance(p, dict) and "from" in p and "to" in p)
+    needs = (f"needs Argos {route} packages in languages/{lang}/assets/argos" if route
+             else f"needs the Argos packages of the {source}->{lang} route in languages/{lang}/assets/argos")
+    if locale.synth_files():
+        needs += f"; without them, from the {locale.settings['name']} synthetic corpus alone"
+    return f"Build and install deid_{lang} ({needs})".replace('"', "'")
+
+
+def root_locales(languages_dir: Path = LANGUAGES) -> list[dict]:
+    """Every locale of the project, as the root project lists them: those built from their own
+    language first (no translation), then the others, by code."""
+    locales = []
+    for lang in project_languages(languages_dir):
+        try:
+            locale = Locale.load(lang, root=languages_dir.parent, require=REQUIRED)
+        except LocaleError as err:
+            raise RenderError(str(err)) from None
+        locales.append(locale)
+    locales.sort(key=lambda loc: (loc.settings["source_lang"] != loc.lang, loc.lang))
+    return [{"lang": loc.lang, "help": _build_help(loc)} for loc in locales]
+
+
+def render_root_project(languages_dir: Path = LANGUAGES) -> str:
+    """The root project.yml: its fixed commands, and a build-<lc> command per locale in build-all."""
+    return _env(trim_blocks=True).get_template(ROOT_TEMPLATE).render(locales=root_locales(languages_dir))
+
+
+def rendered_root(languages_dir: Path = LANGUAGES) -> dict[Path, str]:
+    return {languages_dir.parent / "project.yml": render_root_project(languages_dir)}
+
+
 def render_all(languages: list[str] | None = None, check: bool = False,
                languages_dir: Path = LANGUAGES) -> list[Path]:
-    """Write the rendered files (or, with check=True, return those that differ from their rendering)."""
+    """Write the rendered files (or, with check=True, return those that differ from their rendering):
+    each language's (`languages`, default every one) and the root project.yml, which lists them all."""
     changed = []
+    files: dict[Path, str] = {}
     for lang in languages or project_languages(languages_dir):
-        for path, text in rendered_files(lang, languages_dir).items():
-            current = path.read_text(encoding="utf-8") if path.exists() else None
-            if current == text:
-                continue
-            changed.append(path)
-            if not check:
-                write_text_atomic(path, text)
+        files.update(rendered_files(lang, languages_dir))
+    files.update(rendered_root(languages_dir))
+    for path, text in files.items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        changed.append(path)
+        if not check:
+            write_text_atomic(path, text)
     return changed
 
 
@@ -76,7 +123,7 @@ def render_projects_command(
     languages: list[str] = typer.Argument(None, help="Languages to render (default: every languages/*/locale.yml)"),
     check: bool = typer.Option(False, "--check", help="Only report files that differ from their rendering (exit 1)"),
 ) -> None:
-    """Render languages/<lc>/project.yml and configs/config.cfg from factory/templates/."""
+    """Render languages/<lc>/project.yml and configs/config.cfg, and the root project.yml, from factory/templates/."""
     try:
         changed = render_all(languages or None, check=check)
     except RenderError as err:

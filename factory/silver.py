@@ -26,13 +26,9 @@ import srsly
 import typer
 from deid_runtime.text import fold
 
-from . import PROJECT_ROOT
-from .locale import languages_dir, packs_dir
+from .locale import Locale
 from .records import Record, Span, read_records, read_yaml_mapping, trim_span, write_records, write_text_atomic
 from .stats import apply_thresholds, corpus_stats
-
-LANGUAGES_DIR = languages_dir(PROJECT_ROOT)
-REGEX_PACKS_DIR = packs_dir(PROJECT_ROOT)
 
 
 class SilverError(ValueError):
@@ -44,7 +40,7 @@ def load_silver_config(locale: str | Path) -> dict[str, Any]:
     """languages/<locale>/silver.yml (or a path to such a file), checked."""
     path = Path(locale)
     if path.suffix not in (".yml", ".yaml"):
-        path = LANGUAGES_DIR / str(locale) / "silver.yml"
+        path = Locale.of(str(locale)).silver_file
     if not path.exists():
         raise SilverError(f"{path}: no silver filter configuration for locale {locale!r}")
     cfg = read_yaml_mapping(path, SilverError)
@@ -181,7 +177,7 @@ def load_annotator(name: str):
         from deid_runtime.regex_pack import RegexPack
 
         locale = name.split(":", 1)[1]
-        pack = RegexPack.from_dir(REGEX_PACKS_DIR / locale)
+        pack = RegexPack.from_dir(Locale.of(locale).pack_dir)
         return lambda text: [(m.start, m.end, m.label) for m in pack.find(text)]
     import spacy
 

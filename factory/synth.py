@@ -36,11 +36,13 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
 from . import PROJECT_ROOT
-from .locale import synth_dir
+from .locale import Locale, synth_dir
 from .labels import CANONICAL_LABELS
 from .readers import RawRecord, RawSpan, ReadReport, read_corpus, register_generated
 from .records import Record, read_yaml_mapping, trim_span
 
+# corpora/synth/ of the factory's project, for the tests that copy a locale's data from it; the
+# stages find a locale's folder with Locale.of(lang).synth_dir (corpora/synth/<lang>/)
 SYNTH_DIR = synth_dir(PROJECT_ROOT)
 DATA_FILES = ("sections.yml", "header.yml", "slots.yml", "lexicon.yml", "clinical.yml", "formats.yml")
 REQUIRED_FILES = ("sections.yml", "lexicon.yml")  # the others may be left out by a locale that does not need them
@@ -75,7 +77,7 @@ class SynthData:
 
     @classmethod
     def load(cls, lang: str = "es", folder: str | Path | None = None) -> "SynthData":
-        folder = Path(folder) if folder else SYNTH_DIR / lang
+        folder = Path(folder) if folder else Locale.of(lang).synth_dir
         if not folder.is_dir():
             raise SynthError(f"{folder}: no synthetic-corpus data for language {lang!r}")
         parts: dict[str, dict[str, Any]] = {}

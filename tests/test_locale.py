@@ -1,6 +1,7 @@
 """One locale in one place: factory/locale.py reads languages/<lc>/locale.yml, no other module does."""
 
 import ast
+import shutil
 import os
 import subprocess
 import sys
@@ -113,3 +114,120 @@ def test_only_factory_locale_opens_locale_yml():
                 offenders.append(f"{rel}:{line}: {value!r}")
     assert offenders == [], "read locale settings through deid_factory.locale.Locale"
     assert _path_literals(ast.parse((FACTORY / "locale.py").read_text(encoding="utf-8")))  # the check sees it
+
+
+# Where a path into a locale's folders may be built by hand: factory/locale.py (the Locale object),
+# render.py (it renders those folders' projects), and, in packs.py, the new-locale scaffold (which
+# writes a locale that has no locale.yml yet) and PACKS_DIR (the project's regex_packs/, for what
+# runs every pack: `factory redact --fallback union`); in synth.py the constant SYNTH_DIR
+# (corpora/synth/, which tests copy a locale's data from; no stage reads it).
+LOCALE_FOLDER_FUNCTIONS = ("languages_dir", "packs_dir", "synth_dir")
+LOCALE_FOLDER_NAMES = ("languages", "regex_packs", "synth")
+LOCALE_FILES = ("locale.yml", "silver.yml", "placeholders.yml", "surrogates.yml")
+ALLOWED_PATH_BUILDERS = {"locale.py": None, "render.py": None,
+                         "packs.py": {"scaffold_locale", "STARTER_CONCERNS", "PACKS_DIR"},
+                         "synth.py": {"SYNTH_DIR"}}
+
+
+def _docstring_ids(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def _top_level_name(node: ast.stmt) -> str:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return ",".join(t.id for t in targets if isinstance(t, ast.Name)) or "<module>"
+    return "<module>"
+
+
+def _locale_path_builders(tree: ast.Module) -> list[tuple[str, int, str]]:
+    """(top-level def or constant, line, what) for each place that builds a path into a locale's
+    folders: a call of languages_dir/packs_dir/synth_dir, a `... / "languages"` (or "regex_packs",
+    "synth"), or a string naming a locale's settings file (locale.yml, silver.yml, placeholders.yml,
+    surrogates.yml; a glob such as "*/placeholders.yml" too)."""
+    docstrings = _docstring_ids(tree)
+    found = []
+    for top in tree.body:
+        where = _top_level_name(top)
+        for node in ast.walk(top):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name in LOCALE_FOLDER_FUNCTIONS:
+                    found.append((where, node.lineno, f"{name}()"))
+            elif (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant)
+                  and node.right.value in LOCALE_FOLDER_NAMES):
+                found.append((where, node.lineno, f"/ {node.right.value!r}"))
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+                  and " " not in node.value and node.value.rsplit("/", 1)[-1] in LOCALE_FILES):
+                found.append((where, node.lineno, repr(node.value)))
+    return found
+
+
+def test_only_factory_locale_builds_paths_into_the_locale_folders():
+    """languages/<lc>/, regex_packs/<pack>/ and corpora/synth/<lc>/ are found through Locale
+    (Locale.of(lc).silver_file, .placeholders_file, .pack_dir, .synth_dir...), never by hand."""
+    offenders = []
+    for path in sorted(FACTORY.rglob("*.py")):
+        rel = path.relative_to(FACTORY).as_posix()
+        allowed = ALLOWED_PATH_BUILDERS.get(rel, set())
+        if allowed is None:
+            continue
+        for where, line, what in _locale_path_builders(ast.parse(path.read_text(encoding="utf-8"))):
+            if where not in allowed:
+                offenders.append(f"{rel}:{line} ({where}): {what}")
+    assert offenders == [], "find a locale's folders and files through deid_factory.locale.Locale"
+    # the check sees what it looks for
+    seen = {what for _, _, what in _locale_path_builders(ast.parse((FACTORY / "locale.py").read_text(encoding="utf-8")))}
+    assert {"languages_dir()", "packs_dir()", "/ 'languages'", "/ 'regex_packs'", "/ 'synth'"} <= seen
+    scaffold = _locale_path_builders(ast.parse((FACTORY / "packs.py").read_text(encoding="utf-8")))
+    assert {"packs_dir()", "synth_dir()", "'silver.yml'"} <= {what for _, _, what in scaffold}
+    tree = ast.parse('X = ROOT / "languages" / lc / "silver.yml"\ndef f(lc):\n    return glob("*/placeholders.yml"), packs_dir(r)\n')
+    assert sorted((w, what) for w, _, what in _locale_path_builders(tree)) == [
+        ("X", "'silver.yml'"), ("X", "/ 'languages'"), ("f", "'*/placeholders.yml'"), ("f", "packs_dir()")]
+
+
+def test_the_stages_find_a_locale_s_files_through_locale(tmp_path, monkeypatch):
+    """The silver filters, the placeholder inventory, the synthetic corpus and the regex pack of a
+    locale are where Locale says, in the project of the moment: the pack named by `regex_pack:` of
+    its locale.yml (regex_packs/<lc>/ for a locale without one)."""
+    from deid_factory.extract import _native_synthetic
+    from deid_factory.package import default_pack_dir
+    from deid_factory.packs import load_pack
+    from deid_factory.placeholders import all_placeholder_terms, inventory_path
+    from deid_factory.silver import load_annotator, load_silver_config
+    from deid_factory.synth import SynthData, SynthError
+
+    root = _tmp_project(tmp_path / "proj").resolve()
+    settings = root / "languages" / "xx" / "locale.yml"
+    settings.write_text(settings.read_text(encoding="utf-8").replace("regex_pack: xx", "regex_pack: shared"), encoding="utf-8")
+    shutil.copytree(Locale.load("fr").pack_dir, root / "regex_packs" / "shared")
+    (root / "languages" / "yy").mkdir()  # a locale folder without a locale.yml (yet)
+    (root / "languages" / "yy" / "placeholders.yml").write_text("candidates:\n  PERSON: [Zorblax]\n", encoding="utf-8")
+    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+
+    xx = Locale.of("xx")
+    assert xx.raw and xx.pack_dir == root / "regex_packs" / "shared"
+    assert default_pack_dir("xx") == root / "regex_packs" / "shared"
+    assert load_pack("xx").find("Tél. : 01 23 45 67 89")  # the French pack, through `regex_pack: shared`
+    assert load_annotator("regex:xx")("Tél. : 01 23 45 67 89")
+    yy = Locale.of("yy")  # bare: no settings of its own, its folders where new-locale writes them
+    assert yy.raw == {} and yy.pack_dir == root / "regex_packs" / "yy" and yy.folder == root / "languages" / "yy"
+    assert default_pack_dir("yy") == root / "regex_packs" / "yy"
+    with pytest.raises(FileNotFoundError, match="no regex pack for locale 'yy'.*known: shared"):
+        load_pack("yy")
+    assert inventory_path("yy") == yy.placeholders_file == root / "languages" / "yy" / "placeholders.yml"
+    assert all_placeholder_terms() == ["Zorblax"]
+    with pytest.raises(Exception, match="missing section"):  # xx's silver.yml of the tmp project: {}
+        load_silver_config("xx")
+    with pytest.raises(SynthError, match=str(root / "corpora" / "synth" / "xx")):
+        SynthData.load("xx")
+    assert _native_synthetic("es", "xx", 0.5, 10, 10, 0)["report"]["records"] == 0

@@ -78,3 +78,54 @@ def test_rendered_deps_follow_the_surrogate_data_and_synthetic_corpus(tmp_path):
             for dep in command.get("deps") or []:
                 if not dep.startswith(("corpus/", "training/", "packages/")):  # built by earlier steps
                     assert (PROJECT_ROOT / "languages" / lang / dep).exists(), (lang, command["name"], dep)
+
+
+def test_root_project_lists_every_locale_and_check_covers_it(tmp_path):
+    """The root project.yml is rendered too: a build-<lc> command per locale and its line in
+    build-all (the locales built from their own language first), so a new locale edits no project
+    file by hand; `render-projects --check` reports a root project.yml that misses one."""
+    import shutil
+    import subprocess
+    import sys
+
+    from deid_factory import PROJECT_ROOT
+    from deid_factory.packs import scaffold_locale
+    from deid_factory.render import rendered_root
+
+    langs = project_languages()
+    ((path, text),) = rendered_root().items()
+    assert path == PROJECT_ROOT / "project.yml" and path.read_text(encoding="utf-8") == text
+    root = yaml.safe_load(text)
+    build_all = root["workflows"]["build-all"]
+    assert build_all[:2] == ["render-check", "build-es"] and sorted(build_all[1:]) == sorted(f"build-{lc}" for lc in langs)
+    commands = {c["name"]: c for c in root["commands"]}
+    for lc in langs:
+        assert commands[f"build-{lc}"]["script"] == [f"python -m spacy project run build languages/{lc}"]
+    assert {"render", "render-check", "test", "test-fast", "bench", "evaluate-meddocan"} <= set(commands)
+    assert "offline" in commands["build-es"]["help"] and "es->en and en->fr" in commands["build-fr"]["help"]
+
+    # a project with two locales, rendered; then a third one's locale.yml, written by hand
+    languages = tmp_path / "languages"
+    for lc in ("es", "fr"):
+        (languages / lc).mkdir(parents=True)
+        shutil.copy(PROJECT_ROOT / "languages" / lc / "locale.yml", languages / lc / "locale.yml")
+    for name in ("regex_packs", "corpora"):
+        (tmp_path / name).mkdir()
+    render_all(languages_dir=languages)
+    assert render_all(check=True, languages_dir=languages) == []
+    (languages / "xq").mkdir()
+    (languages / "xq" / "locale.yml").write_text(
+        (languages / "fr" / "locale.yml").read_text(encoding="utf-8").replace("lang: fr", "lang: xq", 1), encoding="utf-8")
+    assert tmp_path / "project.yml" in render_all(check=True, languages_dir=languages)
+    check = subprocess.run([sys.executable, "-m", "deid_factory", "--root", str(tmp_path), "render-projects", "--check"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert check.returncode == 1 and "differs: project.yml" in check.stdout, check.stdout + check.stderr
+    render_all(languages_dir=languages)
+    assert render_all(check=True, languages_dir=languages) == []
+    root = yaml.safe_load((tmp_path / "project.yml").read_text(encoding="utf-8"))
+    assert root["workflows"]["build-all"] == ["render-check", "build-es", "build-fr", "build-xq"]
+    # `factory new-locale` renders the root project with the new locale in it
+    written = scaffold_locale("xr", "Xr", "en_US", root=tmp_path)
+    assert tmp_path / "project.yml" in written
+    root = yaml.safe_load((tmp_path / "project.yml").read_text(encoding="utf-8"))
+    assert root["workflows"]["build-all"][-1] == "build-xr" and "build-xr" in {c["name"] for c in root["commands"]}
