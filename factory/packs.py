@@ -16,8 +16,6 @@ from . import PROJECT_ROOT
 from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, languages_dir, packs_dir, synth_dir
 from deid_runtime.regex_pack import Pattern, RegexPack
 
-# regex_packs/ of the factory's project: what runs every pack of it (`factory redact --fallback union`)
-PACKS_DIR = packs_dir(PROJECT_ROOT)
 NEW_LOCALE_TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from a complete locale with a note on top:
 # they hold word lists and formats of that language that the new locale must translate.

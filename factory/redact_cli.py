@@ -274,13 +274,10 @@ class _JsonlOutput:
 
 def project_packs(exclude: set[str]):
     """Every regex pack of the project (factory --root) but those of `exclude` locales."""
-    from .packs import PACKS_DIR
+    from .locale import pack_folders
     from deid_runtime.regex_pack import RegexPack
 
-    if not PACKS_DIR.is_dir():
-        return []
-    return [RegexPack.from_dir(p) for p in sorted(PACKS_DIR.iterdir())
-            if (p / "pack.yml").exists() and p.name not in exclude]
+    return [RegexPack.from_dir(p) for p in pack_folders() if p.name not in exclude]
 
 
 def build_router(pipelines: list[str] | None = None, fallback: str | None = None, lang: str | None = None,

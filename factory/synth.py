@@ -35,15 +35,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
-from . import PROJECT_ROOT
-from .locale import Locale, synth_dir
+from .locale import Locale
 from .labels import CANONICAL_LABELS
 from .readers import RawRecord, RawSpan, ReadReport, read_corpus, register_generated
 from .records import Record, read_yaml_mapping, trim_span
 
-# corpora/synth/ of the factory's project, for the tests that copy a locale's data from it; the
-# stages find a locale's folder with Locale.of(lang).synth_dir (corpora/synth/<lang>/)
-SYNTH_DIR = synth_dir(PROJECT_ROOT)
 DATA_FILES = ("sections.yml", "header.yml", "slots.yml", "lexicon.yml", "clinical.yml", "formats.yml")
 REQUIRED_FILES = ("sections.yml", "lexicon.yml")  # the others may be left out by a locale that does not need them
 LIST_FILES = ("lexicon.yml", "clinical.yml")  # files whose `lists:` are the word lists of the templates

@@ -118,15 +118,12 @@ def test_only_factory_locale_opens_locale_yml():
 
 # Where a path into a locale's folders may be built by hand: factory/locale.py (the Locale object),
 # render.py (it renders those folders' projects), and, in packs.py, the new-locale scaffold (which
-# writes a locale that has no locale.yml yet) and PACKS_DIR (the project's regex_packs/, for what
-# runs every pack: `factory redact --fallback union`); in synth.py the constant SYNTH_DIR
-# (corpora/synth/, which tests copy a locale's data from; no stage reads it).
+# writes a locale that has no locale.yml yet).
 LOCALE_FOLDER_FUNCTIONS = ("languages_dir", "packs_dir", "synth_dir")
 LOCALE_FOLDER_NAMES = ("languages", "regex_packs", "synth")
 LOCALE_FILES = ("locale.yml", "silver.yml", "placeholders.yml", "surrogates.yml")
 ALLOWED_PATH_BUILDERS = {"locale.py": None, "render.py": None,
-                         "packs.py": {"scaffold_locale", "STARTER_CONCERNS", "PACKS_DIR"},
-                         "synth.py": {"SYNTH_DIR"}}
+                         "packs.py": {"scaffold_locale", "STARTER_CONCERNS"}}
 
 
 def _docstring_ids(tree: ast.AST) -> set[int]:

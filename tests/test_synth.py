@@ -13,7 +13,8 @@ import yaml
 from deid_factory.records import read_records, validate_record
 from deid_runtime.validators import VALIDATORS
 from deid_factory.extract import synth
-from deid_factory.synth import SYNTH_DIR, SynthData, SynthError, corpus_report, generate_records
+from deid_factory.locale import Locale
+from deid_factory.synth import SynthData, SynthError, corpus_report, generate_records
 
 LABELS = {"PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID"}
 
@@ -144,7 +145,7 @@ def test_synth_writes_records_and_report(tmp_path):
 
 def test_bad_data_names_file_and_entry(tmp_path):
     folder = tmp_path / "es"
-    shutil.copytree(SYNTH_DIR / "es", folder)
+    shutil.copytree(Locale.load("es").synth_dir, folder)
     sections = yaml.safe_load((folder / "sections.yml").read_text(encoding="utf-8"))
     sections["documents"][0]["sections"].append("no_such_section")
     (folder / "sections.yml").write_text(yaml.safe_dump(sections, allow_unicode=True), encoding="utf-8")
@@ -154,7 +155,7 @@ def test_bad_data_names_file_and_entry(tmp_path):
 
 def test_unknown_slot_is_an_error(tmp_path):
     folder = tmp_path / "es"
-    shutil.copytree(SYNTH_DIR / "es", folder)
+    shutil.copytree(Locale.load("es").synth_dir, folder)
     sections = yaml.safe_load((folder / "sections.yml").read_text(encoding="utf-8"))
     for spec in sections["sections"].values():
         spec["templates"] = ["Texto con {ranura_inexistente}."]
@@ -167,7 +168,7 @@ def test_unknown_slot_is_an_error(tmp_path):
 def test_a_second_language_is_data_only(tmp_path):
     """The engine has no Spanish in it: a copy of the data with another Faker locale and templates works."""
     folder = tmp_path / "fr"
-    shutil.copytree(SYNTH_DIR / "es", folder)
+    shutil.copytree(Locale.load("es").synth_dir, folder)
     lexicon = yaml.safe_load((folder / "lexicon.yml").read_text(encoding="utf-8"))
     lexicon["faker_locale"], lexicon["surnames"] = "fr_FR", 1
     (folder / "lexicon.yml").write_text(yaml.safe_dump(lexicon, allow_unicode=True), encoding="utf-8")
@@ -289,7 +290,7 @@ def test_a_new_locale_is_a_folder_of_data_files(tmp_path):
 def _edited_copy(tmp_path, file: str, edit) -> "Path":
     """A copy of the Spanish data with one YAML file changed by `edit(data)`."""
     folder = tmp_path / "es"
-    shutil.copytree(SYNTH_DIR / "es", folder)
+    shutil.copytree(Locale.load("es").synth_dir, folder)
     data = yaml.safe_load((folder / file).read_text(encoding="utf-8"))
     edit(data)
     (folder / file).write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
