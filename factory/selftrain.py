@@ -388,7 +388,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
                pipeline_out: str | Path | None = None, pack_dir: str | Path | None = None, version: str = "0.1.0",
                settings: Mapping[str, Any] | None = None, gpu_id: int = -1, max_epochs: int = 20, patience: int = 5,
                init: str = "blank", seed: int | None = None, vectors: str = "", batch_size: int = 32,
-               label_map: str | None = None, recall_bias: float = 0.0) -> dict:
+               label_map: str | None = None, recall_bias: float = 0.0, init_tok2vec: str = "") -> dict:
     """Self-train; returns the report also written to OUT/selftrain_report.json.
 
     pipeline_dir: the assembled pipeline that labels the notes, or a trained model folder
@@ -479,7 +479,8 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         # killed run never leaves the notes' words in OUT
         trained = round_corpus / "model"
         summary = train_model(round_corpus / "train.spacy", dev_docbin, config_path, trained, gpu_id=gpu_id,
-                              max_epochs=max_epochs, patience=patience, init=init, seed=seed, vectors=vectors)
+                              max_epochs=max_epochs, patience=patience, init=init, seed=seed, vectors=vectors,
+                              init_tok2vec=init_tok2vec)
         shutil.rmtree(trained / "model-last", ignore_errors=True)
         removed = prune_strings(trained / "model-best", base_strings | _label_strings(gold_counts) | _label_strings(sel["candidates"]))
         shutil.rmtree(round_dir / "model", ignore_errors=True)
@@ -540,6 +541,8 @@ def selftrain_command(
     init: str = typer.Option("blank", "--init"),
     seed: int = typer.Option(None, "--seed"),
     vectors: str = typer.Option("", "--vectors"),
+    init_tok2vec: str = typer.Option("", "--init-tok2vec", help="Pretrained tok2vec weights each round starts from "
+                                     "(`factory pretrain`: tok2vec.bin, as the base model was trained); '' none"),
     recall_bias: float = typer.Option(0.0, "--recall-bias", min=0.0,
                                       help="o_bias of the deid_tagger in --pipeline-out (the build passes its recall_bias var)"),
 ) -> None:
@@ -571,7 +574,7 @@ def selftrain_command(
                             pipeline_out=pipeline_out, pack_dir=pack_dir, version=version,
                             settings=load_settings(settings_file, rounds=rounds), gpu_id=gpu_id, max_epochs=max_epochs,
                             patience=patience, init=init, seed=seed, vectors=vectors, label_map=label_map,
-                            recall_bias=recall_bias)
+                            recall_bias=recall_bias, init_tok2vec=init_tok2vec)
     except (SelfTrainError, TrainError, PackageError, EvalError, RecordError, OutputError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)

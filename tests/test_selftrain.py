@@ -365,3 +365,32 @@ def test_dev_is_scored_as_the_pipeline_would_be_packaged(train_tagger_pipeline, 
     packaged = dev_scores(train_tagger_pipeline, data, recall_bias=30.0)
     assert packaged["token_recall"] >= own["token_recall"]
     assert packaged != own
+
+
+def test_rounds_start_from_the_pretrained_tok2vec_when_given(selftrain_run, tmp_path, monkeypatch):
+    """`--init-tok2vec`: each round's model is trained from the same pretrained weights as the base
+    (the training call receives them; without it, none)."""
+    import deid_factory.selftrain as st
+    import deid_factory.train as train_module
+
+    run = selftrain_run
+    root = run["root"]
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def spy_train_model(*args, **kwargs):
+        calls.append(kwargs.get("init_tok2vec"))
+        raise Stop
+
+    monkeypatch.setattr(train_module, "train_model", spy_train_model)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "0.txt").write_text(run["unlabeled"][0]["text"], encoding="utf-8")
+    for weights in ("", "pretrain/tok2vec.bin"):
+        with pytest.raises(Stop):
+            st.self_train(root / "base" / "model-best", notes, root / "gold" / "train.spacy", root / "gold" / "dev.spacy",
+                          run["config"], tmp_path / f"out{len(calls)}", lang="es", settings=load_settings(rounds=1),
+                          max_epochs=1, patience=1, seed=0, init_tok2vec=weights)
+    assert calls == ["", "pretrain/tok2vec.bin"]
