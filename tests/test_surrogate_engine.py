@@ -525,3 +525,21 @@ def test_a_language_without_data_falls_back_to_en_else_the_first_locale(empty_re
     message = str(err.value)
     assert "no surrogate data for locale 'xx'" in message and str(root / "xx" / "surrogate_data") in message
     assert "deid_runtime.locales" in message and "have: en, fr, pt" in message
+
+
+@pytest.mark.parametrize("lang, name, particles", [("es", "Rosario Peñalver de la Cruz", ["de", "la"]),
+                                                   ("nl", "Jan van der Berg", ["van", "der"]),
+                                                   ("pt", "Maria dos Santos", ["dos"])])
+@pytest.mark.parametrize("doc_id", ["d1", "d2", "d3"])
+def test_name_particles_stay_as_written_and_the_names_around_them_change(lang, name, particles, doc_id):
+    """A surname's particle ("de la", "van der", "dos": formats.yml `name_particles`) is not a name:
+    it stays as written, every name word around it gets a surrogate, and a later mention of the
+    same person without the given name gets the same surname with the same particles."""
+    surname = name.split(" ", 1)[1]
+    text = f"Nombre: {name}. Más tarde, {surname} vuelve."
+    out, (full, later) = _redact(text, [(name, "PERSON"), (surname, "PERSON")], lang, doc_id)
+    words = full.split()
+    assert len(words) == len(name.split())
+    assert [w for w in words if w in particles] == particles
+    assert not set(w for w in name.split() if w not in particles) & set(words)
+    assert later == full.split(" ", 1)[1]

@@ -205,6 +205,9 @@ class PersonWords:
         self.draw_rng = draw_rng
         self.titles = (locale.triggers.get("person") or {}).get("titles", frozenset())
         self.surnames_per_name = max(1, int(locale.formats.get("surnames_per_name", 1)))
+        # particles ("de la", "van der") stay as written: they are not names, and a name drawn for
+        # "de" would turn "Peñalver de la Cruz" into four names
+        self.particles = frozenset(fold(str(w)) for w in locale.formats.get("name_particles") or [])
         self.roles: dict[str, str] = {}   # folded word -> "given" or "surname"
         self.sexes: dict[str, str] = {}   # folded given name -> "f"/"m"
         self.words: dict[str, str] = {}   # folded word -> surrogate word
@@ -239,7 +242,7 @@ class PersonWords:
         return self.draw_rng("sex\x00" + word).choice("fm")
 
     def _name_words(self, mention: str) -> list[str]:
-        return [w for w in folded_words(mention) if (w,) not in self.titles and not w.isdigit()]
+        return [w for w in folded_words(mention) if (w,) not in self.titles and not w.isdigit() and w not in self.particles]
 
     def _surrogate_word(self, word: str) -> str:
         if word not in self.words:
@@ -270,7 +273,7 @@ class PersonWords:
             pos = tok.end()
             text = tok.group(0)
             key = fold(text)
-            if not text[0].isalpha() or (key,) in self.titles:
+            if not text[0].isalpha() or (key,) in self.titles or key in self.particles:
                 out.append(text)
             elif len(text) == 1:  # an initial: the initial of its given name's surrogate
                 out.append(self._initial(key, text))
