@@ -55,7 +55,8 @@ PHI_SUFFIXES = (
     # ... after a slashed letter: the "s/n." (no number) that ends an address
     r"(?<=/[^\W\d_])\.",
     # a period after a lone capital letter: the door of "Calle Rivera 23, 1 C." or an initial "A."
-    # (spans never end with punctuation; lower-case "a." stays a tokenizer exception)
+    # (spans never end with punctuation; a lower-case letter's period is split by the language's
+    # own suffix rules once the one-letter exceptions are dropped, below)
     r"(?<=\b[^\W\d_a-z])\.",
 )
 
