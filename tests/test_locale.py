@@ -89,14 +89,20 @@ def test_factory_root_selects_the_project_of_the_locale(tmp_path):
     assert out == [str(root.resolve() / "languages" / "xx"), "None", "en"]
 
 
-def _path_literals(tree: ast.AST) -> list[tuple[int, str]]:
-    """String constants naming locale.yml as a file (not docstrings or help sentences)."""
-    docstrings = set()
+def _docstring_ids(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of a module and of its functions and classes."""
+    ids = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docstrings.add(id(first.value))
+                ids.add(id(first.value))
+    return ids
+
+
+def _path_literals(tree: ast.AST) -> list[tuple[int, str]]:
+    """String constants naming locale.yml as a file (not docstrings or help sentences)."""
+    docstrings = _docstring_ids(tree)
     found = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
@@ -124,16 +130,6 @@ LOCALE_FOLDER_NAMES = ("languages", "regex_packs", "synth")
 LOCALE_FILES = ("locale.yml", "silver.yml", "placeholders.yml", "surrogates.yml")
 ALLOWED_PATH_BUILDERS = {"locale.py": None, "render.py": None,
                          "packs.py": {"scaffold_locale", "STARTER_CONCERNS"}}
-
-
-def _docstring_ids(tree: ast.AST) -> set[int]:
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                ids.add(id(first.value))
-    return ids
 
 
 def _top_level_name(node: ast.stmt) -> str:
