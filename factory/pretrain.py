@@ -38,7 +38,7 @@ import typer
 
 from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic, writes_to
 from .selftrain import SelfTrainError, read_unlabeled
-from .train import OBJECTIVE, _gpu_available, init_tok2vec_overrides, pretraining_block  # noqa: F401 (re-exported)
+from .train import OBJECTIVE, _gpu_available
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,6 @@ def pretrain_tok2vec(notes: str | Path, config_path: str | Path, out_dir: str | 
     """Pretrain the tok2vec of `config_path` on the unlabeled notes; returns the report also written
     to OUT/pretrain_report.json. The notes' text goes to CORPUS_DIR/raw.jsonl only."""
     from spacy.training.pretrain import pretrain
-
 
     config_path, out_dir, corpus_dir = Path(config_path), Path(out_dir), Path(corpus_dir)
     if epochs < 1:

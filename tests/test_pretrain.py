@@ -16,9 +16,8 @@ import pytest
 import srsly
 from typer.testing import CliRunner
 
-from deid_factory.pretrain import (RAW_TEXT, REPORT, WEIGHTS, PretrainError, init_tok2vec_overrides, note_pieces,
-                                   pretrain_config, pretrain_tok2vec)
-from deid_factory.train import TrainError, train_model
+from deid_factory.pretrain import RAW_TEXT, REPORT, WEIGHTS, PretrainError, note_pieces, pretrain_config, pretrain_tok2vec
+from deid_factory.train import TrainError, init_tok2vec_overrides, train_model
 
 FAKE_NAME = "Quetzalina Vandercroft"  # in every note: must never leave the corpus folder
 ANN_ONLY = "Zorobabeliano"  # only in a brat .ann file, which the reader ignores
