@@ -41,7 +41,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PACKAGE_DIR, PROJECT_ROOT
 from .locale import SURROGATE_DATA, Locale
-from .records import WRITE_ONLY_ERRNOS, OutputError, writes_to
+from .records import WRITE_ONLY_ERRNOS, OutputError, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def set_recall_bias(pipeline_dir: str | Path, bias: float) -> None:
     if tagger is None:
         return
     tagger["o_bias"] = recall_bias(bias)
-    config.to_disk(path)
+    write_text_atomic(path, config.to_str())  # a pipeline already in place is never left half-written
 
 
 def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Path,
