@@ -220,7 +220,6 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         overrides["paths.vectors"] = vectors
         overrides["components.tok2vec.model.embed.include_static_vectors"] = True
     if init_tok2vec:
-
         if not Path(init_tok2vec).is_file():
             raise TrainError(f"init_tok2vec {init_tok2vec}: pretrained tok2vec weights not found (run `factory pretrain`)")
         if init not in ("", "blank", None) or vectors:
