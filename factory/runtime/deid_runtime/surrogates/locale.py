@@ -27,9 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..text import fold  # the engine's modules import it from here
+from ..yamlio import EXPECTED_MAPPING, read_yaml_mapping
 
 HERE = Path(__file__).resolve().parent
 COMMON_FILE = HERE / "common.yml"  # shared by every locale: it stays in the runtime
@@ -62,13 +61,11 @@ def contains(words: tuple[str, ...], phrases) -> bool:
     return any(tuple(words[i:i + len(p)]) == p for p in phrases for i in range(len(words) - len(p) + 1))
 
 
-def _read_yaml(path: Path) -> Any:
+def _read_yaml(path: Path, expected: str = EXPECTED_MAPPING) -> dict[str, Any]:
+    """A surrogate data file that holds a mapping (the runtime's one YAML loader, deid_runtime.yamlio)."""
     if not path.exists():
         raise LocaleDataError(f"surrogate data file not found: {path}")
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise LocaleDataError(f"{path}: not valid YAML ({err})") from None
+    return read_yaml_mapping(path, LocaleDataError, expected)
 
 
 def read_list(path: Path) -> list[str]:
@@ -164,9 +161,7 @@ class Locale:
         folder's name (<lc>/surrogate_data/: the parent's)."""
         folder = Path(folder)
         formats = _read_yaml(folder / "formats.yml")
-        organizations = _read_yaml(folder / "organizations.yml")
-        if not isinstance(organizations, dict):
-            raise LocaleDataError(f"{folder / 'organizations.yml'}: expected lists per kind (hospital: [...])")
+        organizations = _read_yaml(folder / "organizations.yml", "lists per kind (hospital: [...])")
         return cls(
             lang=str(formats.get("lang") or lang or (folder.parent.name if folder.name == DATA_FOLDER else folder.name)),
             folder=folder,
