@@ -39,7 +39,7 @@ import srsly
 import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from . import PACKAGE_DIR, PROJECT_ROOT
+from . import PACKAGE_DIR
 from .locale import SURROGATE_DATA, Locale
 from .records import WRITE_ONLY_ERRNOS, OutputError, write_text_atomic, writes_to
 
@@ -244,7 +244,7 @@ def build_runtime_wheel(out_dir: str | Path) -> Path:
 
 def default_surrogate_data(lang: str) -> Path:
     """languages/<lang>/surrogate_data/ of the factory's project: what the wheel of `lang` carries."""
-    return Locale.folder_of(lang, PROJECT_ROOT) / SURROGATE_DATA
+    return Locale.of(lang).surrogate_data_dir
 
 
 def _wheel_files(name: str, lang: str, meta: dict, data_dir: str, surrogate_data: str | None) -> dict[str, str]:
