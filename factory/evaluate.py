@@ -21,11 +21,12 @@ from __future__ import annotations
 import io
 import json
 import logging
+import math
 import re
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import srsly
 import typer
@@ -222,6 +223,40 @@ def recall_curve(nlp, data: list[tuple[str, str, list[SpanT]]], biases: Sequence
     finally:
         tagger.o_bias = saved
     return rows
+
+
+def calibrate_recall_bias(score_at: Callable[[float], dict], target: float, low: float = 0.0,
+                          high: float = O_BIASES[-1], step: float = 0.5) -> tuple[float, dict] | None:
+    """The smallest o_bias of the grid low, low + step, ..., high at which `score_at(o_bias)` (scores
+    with a "token_recall") reaches `target`, and its scores; None when even `high` falls short.
+
+    Found by bisection, so a grid of 21 settings costs about 7 scorings: token recall grows with
+    o_bias (each step turns more of the tokens the tagger is unsure about into PHI). The grid is
+    coarse on purpose: a setting chosen on a small annotated set should not be finer than the set
+    can tell apart."""
+    if high < low or step <= 0:
+        raise ValueError(f"o_bias range [{low}, {high}] with step {step}")
+    grid = [round(low + i * step, 6) for i in range(int(math.floor((high - low) / step + 1e-9)) + 1)]
+    scored: dict[int, dict] = {}
+
+    def at(i: int) -> dict:
+        if i not in scored:
+            scored[i] = score_at(grid[i])
+        return scored[i]
+
+    if at(0)["token_recall"] >= target:
+        return grid[0], at(0)
+    last = len(grid) - 1
+    if at(last)["token_recall"] < target:
+        return None
+    short, reached = 0, last  # invariant: grid[short] falls short of target, grid[reached] reaches it
+    while reached - short > 1:
+        mid = (short + reached) // 2
+        if at(mid)["token_recall"] >= target:
+            reached = mid
+        else:
+            short = mid
+    return grid[reached], at(reached)
 
 
 def recall_preset(curve: list[dict], target: float = 0.99) -> dict | None:

@@ -19,7 +19,10 @@ Each round:
   4. retrain from scratch on gold train + pseudo-labelled notes (`train.train_model`), assemble
      the round's pipeline and score it on dev (combined strict micro F1, as evaluate reports it);
   5. keep the round only if dev strict F1 beats the best so far by more than min_improvement and
-     dev token recall does not fall by more than max_recall_drop (recall first);
+     dev token recall does not fall by more than max_recall_drop (recall first); with
+     calibrate_recall (the default) the round is scored at the smallest o_bias (>= the build's
+     recall_bias) whose dev token recall reaches that bound, so rounds are compared at equal
+     recall, and the kept round is packaged with that o_bias;
      otherwise stop (the round's model is discarded). The next round relabels the whole pool with
      the improved pipeline (pseudo labels are not accumulated across rounds).
 
@@ -402,7 +405,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
     import spacy
     from spacy.tokens import DocBin
 
-    from .evaluate import load_corpus
+    from .evaluate import O_BIASES, calibrate_recall_bias, load_corpus
     from .package import assemble_pipeline, set_recall_bias
     from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
     from .train import train_model
@@ -432,8 +435,22 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         dev_docbin = _dev_docbin(dev_data, lang, corpus_dir / "dev.spacy")
     # the base and every round are compared as they would be packaged (the build's recall setting):
     # the recall guard protects what the user gets, not the model's own decoding
-    best = dev_scores(pipeline_dir, dev_data, recall_bias)
+    best = {**dev_scores(pipeline_dir, dev_data, recall_bias), "o_bias": float(recall_bias)}
     best_pipeline, best_round = pipeline_dir, 0
+
+    def round_scores(pipeline: Path, target_recall: float) -> dict:
+        """A round's dev scores as it would be packaged. With calibrate_recall, at the smallest
+        o_bias (the build's recall_bias or more, step 0.5) whose dev token recall reaches
+        `target_recall`: rounds are compared on strict F1 at equal recall, so a round that gained
+        precision may spend some of it on recall (self-training on a model's own confident labels
+        tends to sharpen its boundaries and lose a little recall at a fixed o_bias)."""
+        if settings.get("calibrate_recall"):
+            found = calibrate_recall_bias(lambda bias: dev_scores(pipeline, dev_data, bias), target_recall,
+                                          low=float(recall_bias), high=max(float(recall_bias), O_BIASES[-1]))
+            if found is not None:
+                bias, scores = found
+                return {**scores, "o_bias": bias}
+        return {**dev_scores(pipeline, dev_data, recall_bias), "o_bias": float(recall_bias)}
     log.info("round 0 (base pipeline): dev strict F1 %.4f", best["strict_f"])
     report: dict[str, Any] = {
         "unlabeled": read_counts,
@@ -488,7 +505,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         shutil.move(str(trained), str(round_dir / "model"))
         model = round_dir / "model" / "model-best"
         assemble_pipeline(model, lang, round_dir / "pipeline", pack_dir=pack_dir, version=version)
-        scores = dev_scores(round_dir / "pipeline", dev_data, recall_bias)
+        scores = round_scores(round_dir / "pipeline", best["token_recall"] - float(settings["max_recall_drop"]))
         # recall first: a round that finds more exact spans but leaves more PHI tokens in clear
         # text is not an improvement for a de-identifier (self-training on a model's own confident
         # labels tends to trade recall for precision)
@@ -498,8 +515,9 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
         row.update({"train_docs": summary["train_docs"], "train_best_ents_f": summary["best_ents_f"],
                     "strings_removed": removed, "dev": scores, "accepted": accepted})
         report["rounds"].append(row)
-        log.info("round %d: dev strict F1 %.4f, token recall %.4f (best so far %.4f, %.4f): %s", r, scores["strict_f"],
-                 scores["token_recall"], best["strict_f"], best["token_recall"], "kept" if accepted else "not kept, stopping")
+        log.info("round %d: dev strict F1 %.4f, token recall %.4f at o_bias %s (best so far %.4f, %.4f): %s", r,
+                 scores["strict_f"], scores["token_recall"], scores["o_bias"], best["strict_f"], best["token_recall"],
+                 "kept" if accepted else "not kept, stopping")
         if not accepted:
             stopped = (f"round {r}: dev strict F1 did not improve" if not better else
                        f"round {r}: dev token recall fell by more than max_recall_drop")
@@ -509,9 +527,10 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
                    "pipeline": str(pipeline_out) if pipeline_out is not None else str(best_pipeline)})
     if pipeline_out is not None:
         # the rounds label the notes with the models' own decoding (o_bias 0); the pipeline the
-        # build packages gets its recall setting, the one dev compared them with
+        # build packages gets the recall setting dev compared it at (the build's recall_bias, or
+        # the calibrated one of the round that was kept)
         _copy_pipeline(best_pipeline, Path(pipeline_out))
-        set_recall_bias(pipeline_out, recall_bias)
+        set_recall_bias(pipeline_out, best["o_bias"])
     write_text_atomic(out_dir / "selftrain_report.json", srsly.json_dumps(report, indent=2))
     return report
 
@@ -544,7 +563,8 @@ def selftrain_command(
     init_tok2vec: str = typer.Option("", "--init-tok2vec", help="Pretrained tok2vec weights each round starts from "
                                      "(`factory pretrain`: tok2vec.bin, as the base model was trained); '' none"),
     recall_bias: float = typer.Option(0.0, "--recall-bias", min=0.0,
-                                      help="o_bias of the deid_tagger in --pipeline-out (the build passes its recall_bias var)"),
+                                      help="o_bias of the deid_tagger in --pipeline-out (the build passes its recall_bias var); "
+                                      "with calibrate_recall, the floor of a kept round's calibrated o_bias"),
 ) -> None:
     """Self-training: label unlabeled notes with the pipeline, keep the confident spans, retrain on
     gold + pseudo labels, repeat while dev strict F1 improves. Reports counts and scores, no text."""
@@ -583,7 +603,9 @@ def selftrain_command(
         where = f" (line {mark.line + 1})" if mark is not None else ""
         typer.echo(f"error: {settings_file}: not valid YAML{where}", err=True)
         raise typer.Exit(1)
-    short = [{"round": 0, "dev_strict_f": report["baseline"]["dev"]["strict_f"]}]
+    base = report["baseline"]["dev"]
+    short = [{"round": 0, "dev_strict_f": base["strict_f"], "dev_token_recall": base["token_recall"], "o_bias": base["o_bias"]}]
     short += [{"round": row["round"], "notes_kept": row["notes_kept"], "pseudo_spans": row["pseudo_spans"],
-               "dev_strict_f": row.get("dev", {}).get("strict_f"), "accepted": row["accepted"]} for row in report["rounds"]]
+               "dev_strict_f": row.get("dev", {}).get("strict_f"), "dev_token_recall": row.get("dev", {}).get("token_recall"),
+               "o_bias": row.get("dev", {}).get("o_bias"), "accepted": row["accepted"]} for row in report["rounds"]]
     typer.echo(json.dumps({"rounds": short, "best_round": report["best_round"], "stopped": report["stopped"]}, indent=2))

@@ -96,6 +96,27 @@ def test_token_precision_counts_over_redaction():
     assert s["token_recall"] == 1.0 and s["token_precision"] == pytest.approx(2 / 4)
 
 
+def test_calibration_finds_the_smallest_o_bias_that_reaches_a_token_recall():
+    """Bisection over the o_bias grid (low, low + 0.5, ..., high) for a recall that grows with the
+    bias: the smallest setting that reaches the target, in a handful of scorings; the floor when
+    it already does; None when even the top of the range falls short."""
+    from deid_factory.evaluate import calibrate_recall_bias
+
+    calls = []
+
+    def score_at(bias):
+        calls.append(bias)
+        return {"token_recall": min(1.0, 0.90 + 0.01 * bias), "strict_f": 0.9 - 0.01 * bias}
+
+    bias, scores = calibrate_recall_bias(score_at, 0.955, low=2.0, high=12.0)
+    assert len(calls) <= 7 and all(2.0 <= b <= 12.0 and (b * 2).is_integer() for b in calls)
+    assert bias == 5.5 and scores["token_recall"] >= 0.955 and score_at(5.0)["token_recall"] < 0.955
+    assert calibrate_recall_bias(score_at, 0.91, low=2.0)[0] == 2.0
+    assert calibrate_recall_bias(score_at, 0.99, low=2.0, high=8.0) is None
+    with pytest.raises(ValueError):
+        calibrate_recall_bias(score_at, 0.9, low=3.0, high=2.0)
+
+
 def test_tagger_pipeline_gets_a_recall_curve(train_tagger_pipeline, train_corpus, tmp_path):
     """The o_bias knob of deid_tagger: the curve is in metrics.json, report.md and a plot; raising
     the bias redacts more tokens and never lowers token recall."""

@@ -324,7 +324,9 @@ def test_cli_names_a_missing_unlabeled_path_in_one_line(tmp_path, selftrain_run)
 
 def test_a_round_that_loses_token_recall_is_not_kept(selftrain_run, tmp_path, monkeypatch):
     """Recall first: round 1 raises dev strict F1 but leaves more PHI tokens in clear text -> it is
-    not kept, and the base pipeline stays the result."""
+    not kept, and the base pipeline stays the result (rounds scored at the build's recall setting,
+    calibrate_recall off; with it on, a round that no o_bias brings back to the recall is not kept
+    either: the next test)."""
     import deid_factory.selftrain as st
 
     run = selftrain_run
@@ -341,16 +343,69 @@ def test_a_round_that_loses_token_recall_is_not_kept(selftrain_run, tmp_path, mo
         (notes / f"{i}.txt").write_text(r["text"], encoding="utf-8")
     report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
                            run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out", lang="es",
-                           corpus_dir=tmp_path / "corpus", settings=load_settings(rounds=2), max_epochs=1, patience=1, seed=0)
+                           corpus_dir=tmp_path / "corpus", settings=load_settings(rounds=2, calibrate_recall=False),
+                           max_epochs=1, patience=1, seed=0)
     assert [r["accepted"] for r in report["rounds"]] == [False]
     assert report["best_round"] == 0 and "token recall" in report["stopped"]
     # with the guard relaxed, the same round is kept
     scripted = iter([(0.5, 0.95), (0.7, 0.90), (0.6, 0.90)])
     report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
                            run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out2", lang="es",
-                           corpus_dir=tmp_path / "corpus2", settings=load_settings(rounds=2, max_recall_drop=0.1),
+                           corpus_dir=tmp_path / "corpus2", settings=load_settings(rounds=2, max_recall_drop=0.1, calibrate_recall=False),
                            max_epochs=1, patience=1, seed=0)
     assert [r["accepted"] for r in report["rounds"]] == [True, False]
+
+
+def test_rounds_are_compared_at_equal_recall_and_packaged_with_their_calibrated_o_bias(selftrain_run, tmp_path,
+                                                                                        monkeypatch):
+    """calibrate_recall: the base scores at the build's recall_bias (2): strict F1 0.80, token recall
+    0.97. Round 1 is more precise but, at o_bias 2, leaves more tokens in clear text (0.96); its
+    recall grows with o_bias and reaches 0.97 at 4, where its strict F1 (0.86) still beats the
+    base's: it is kept and packaged with o_bias 4. Round 2 never gets back to the recall: not kept.
+    With calibration off, round 1 is judged at o_bias 2 and is not kept."""
+    from thinc.api import Config
+
+    import deid_factory.selftrain as st
+
+    def read_recall_bias(pipeline):
+        return Config().from_disk(Path(pipeline) / "config.cfg", interpolate=False)["components"]["deid_tagger"]["o_bias"]
+
+    run = selftrain_run
+    scored: list[tuple[str, float]] = []
+
+    def fake_dev_scores(pipeline_dir, dev_data, recall_bias=None):
+        where, bias = Path(pipeline_dir).parent.name, float(recall_bias)
+        scored.append((where, bias))
+        if where == "round-1":
+            return {"strict_f": 0.90 - 0.01 * bias, "ner_strict_f": 0.0, "token_recall": 0.95 + 0.005 * bias}
+        if where == "round-2":
+            return {"strict_f": 0.95, "ner_strict_f": 0.0, "token_recall": 0.90}
+        return {"strict_f": 0.80, "ner_strict_f": 0.0, "token_recall": 0.97}
+
+    monkeypatch.setattr(st, "dev_scores", fake_dev_scores)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i, r in enumerate(run["unlabeled"][:4]):
+        (notes / f"{i}.txt").write_text(r["text"], encoding="utf-8")
+    common = dict(lang="es", max_epochs=1, patience=1, seed=0, recall_bias=2.0)
+    report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
+                           run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out", corpus_dir=tmp_path / "c",
+                           pipeline_out=tmp_path / "final", settings=load_settings(rounds=3), **common)
+    assert [r["accepted"] for r in report["rounds"]] == [True, False]
+    assert report["baseline"]["dev"]["o_bias"] == 2.0
+    assert report["rounds"][0]["dev"]["o_bias"] == 4.0
+    assert report["rounds"][0]["dev"]["strict_f"] == pytest.approx(0.86)
+    assert report["best_round"] == 1 and report["best_dev"]["o_bias"] == 4.0
+    assert "token recall" in report["stopped"]
+    assert read_recall_bias(tmp_path / "final") == 4.0  # the packaged pipeline decodes as it was judged
+    assert max(b for w, b in scored if w == "round-1") <= 12.0
+    assert len([1 for w, _ in scored if w == "round-1"]) <= 8  # bisection, not the whole grid
+    report = st.self_train(run["root"] / "pipeline", notes, run["root"] / "gold" / "train.spacy",
+                           run["root"] / "gold" / "dev.spacy", run["config"], tmp_path / "out2", corpus_dir=tmp_path / "c2",
+                           pipeline_out=tmp_path / "final2", settings=load_settings(rounds=3, calibrate_recall=False),
+                           **common)
+    assert [r["accepted"] for r in report["rounds"]] == [False] and report["rounds"][0]["dev"]["o_bias"] == 2.0
+    assert read_recall_bias(tmp_path / "final2") == 2.0
 
 
 def test_dev_is_scored_as_the_pipeline_would_be_packaged(train_tagger_pipeline, train_corpus):
