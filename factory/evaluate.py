@@ -259,6 +259,28 @@ def calibrate_recall_bias(score_at: Callable[[float], dict], target: float, low:
     return grid[reached], at(reached)
 
 
+def calibrate_pipeline(nlp, data: list[tuple[str, str, list[SpanT]]], target: float, low: float = 0.0,
+                       high: float = O_BIASES[-1], batch_size: int = 16) -> tuple[float, dict] | None:
+    """`calibrate_recall_bias` on a loaded pipeline and an annotated set: the smallest o_bias (>= low)
+    at which the combined pipeline's token recall on `data` reaches `target`, with its token recall
+    and strict P / R / F1 there; None when even `high` falls short. The pipeline's own o_bias is
+    left as it was."""
+    tagger = nlp.get_pipe(RECALL_KNOB)
+    saved = tagger.o_bias
+
+    def score_at(bias: float) -> dict:
+        tagger.o_bias = float(bias)
+        combined = score_corpus(nlp, data, batch_size)["systems"]["combined"]
+        strict = combined["strict"]["micro"]
+        return {"token_recall": combined["token_recall"], "strict_p": strict["p"], "strict_r": strict["r"],
+                "strict_f": strict["f"]}
+
+    try:
+        return calibrate_recall_bias(score_at, target, low=low, high=high)
+    finally:
+        tagger.o_bias = saved
+
+
 def recall_preset(curve: list[dict], target: float = 0.99) -> dict | None:
     """The smallest o_bias of a curve whose token recall reaches `target` (None if none does)."""
     for row in sorted(curve, key=lambda r: r["o_bias"]):

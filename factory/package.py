@@ -343,14 +343,60 @@ def assemble_command(
     version: str = typer.Option("0.1.0", "--version"),
     recall_bias: float = typer.Option(0.0, "--recall-bias", min=0.0,
                                       help="o_bias of the packaged deid_tagger (0 = as trained; the build passes its recall_bias var)"),
+    recall_target: float = typer.Option(0.0, "--recall-target", min=0.0, max=1.0,
+                                        help="Token recall the packaged pipeline must reach on --calibrate-on: its o_bias is "
+                                        "the smallest (>= --recall-bias, step 0.5) that reaches it; 0 = off"),
+    calibrate_on: str = typer.Option("-", "--calibrate-on", help="Annotated set for --recall-target (your own notes: "
+                                     "DocBin, records JSONL, brat folder, i2b2 XML); '-' = none"),
+    label_map: str = typer.Option(None, "--label-map", help="Label map of a brat/i2b2 --calibrate-on set (e.g. meddocan)"),
 ) -> None:
     """Assemble deid_<lang>: NER + regex pack + merger in one spaCy pipeline folder."""
+    from .evaluate import EvalError
+
     try:
         nlp = assemble_pipeline(model, lang, out, pack_dir=pack_dir, version=version, recall_bias=recall_bias)
-    except PackageError as err:
+        if recall_target > 0:
+            calibration = calibrate_recall_setting(nlp, out, calibrate_on, recall_target, recall_bias, lang, label_map)
+            typer.echo(f"recall setting: {calibration['message']}")
+    except (PackageError, EvalError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     typer.echo(f"assembled {out}: {nlp.pipe_names}")
+
+
+def calibrate_recall_setting(nlp, pipeline_dir: str | Path, annotated: str | Path, target: float, floor: float,
+                             lang: str | None = None, label_map: str | None = None) -> dict:
+    """Package the assembled pipeline at the smallest o_bias (>= floor, the build's recall_bias) at
+    which its token recall on an annotated set of the user's own reaches `target`: a recall goal
+    stated as a recall, on the notes it is meant for, rather than as a knob value. Writes the
+    result to PIPELINE/recall_setting.json (scores only) and the o_bias into its config. When no
+    setting reaches the target, the pipeline is packaged at the top of the range and the message
+    says so: the target is a goal, the closest the pipeline gets is still the safest choice."""
+    from .evaluate import O_BIASES, calibrate_pipeline, load_corpus
+
+    if annotated in (None, "", "-"):
+        raise PackageError("--recall-target needs an annotated set to calibrate on (--calibrate-on; "
+                           "the build passes its dev split, your own notes when --vars.dev_path is given)")
+    if "deid_tagger" not in nlp.pipe_names:
+        raise PackageError(f"{pipeline_dir}: no deid_tagger, no recall setting to calibrate")
+    data = load_corpus(annotated, lang=lang, label_map=label_map or None)
+    if not data:
+        raise PackageError(f"{annotated}: no annotated documents to calibrate on")
+    high = max(float(floor), O_BIASES[-1])
+    found = calibrate_pipeline(nlp, data, target, low=float(floor), high=high)
+    reached = found is not None
+    bias, scores = found if reached else (high, calibrate_pipeline(nlp, data, 0.0, low=high, high=high)[1])
+    set_recall_bias(pipeline_dir, bias)
+    nlp.get_pipe("deid_tagger").o_bias = float(bias)
+    result = {"target_token_recall": target, "floor_o_bias": float(floor), "o_bias": bias, "reached": reached,
+              "documents": len(data), **scores}
+    write_text_atomic(Path(pipeline_dir) / "recall_setting.json", srsly.json_dumps(result, indent=2))
+    result["message"] = (f"o_bias {bias}: token recall {scores['token_recall']:.4f} >= {target} on {len(data)} "
+                         f"annotated documents (strict F1 {scores['strict_f']:.4f})" if reached else
+                         f"token recall {target} not reached on {len(data)} annotated documents even at o_bias "
+                         f"{bias} ({scores['token_recall']:.4f}): packaged at o_bias {bias}")
+    log.info("recall setting: %s", result["message"])
+    return result
 
 
 def package_command(

@@ -210,3 +210,57 @@ def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
     assert out["redacted_differs"]
     labels = {lab for _, _, lab in out["ents"]}
     assert {"PERSON", "DATE", "ID"} <= labels, out["ents"]
+
+
+def test_assemble_with_a_recall_target_packages_the_smallest_o_bias_that_reaches_it(train_corpus, train_tagger_pipeline,
+                                                                                     tmp_path):
+    """`assemble --recall-target T --calibrate-on SET`: the pipeline is packaged at the smallest
+    o_bias of the grid (from --recall-bias up, step 0.5) whose token recall on SET reaches T, the
+    choice is written to recall_setting.json (scores only), and a target no setting reaches
+    packages the top of the range and says so; without a set to calibrate on it is an error."""
+    import spacy
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+    from deid_factory.evaluate import load_corpus, recall_curve
+    from deid_factory.package import assemble_pipeline
+    from deid_factory.render import render_config
+    from deid_factory.train import train_model
+
+    # a tagger trained for two epochs only: unsure enough that its recall moves with o_bias
+    config = tmp_path / "config.cfg"
+    config.write_text(render_config("es", ner_model="tagger"), encoding="utf-8")
+    train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", config, tmp_path / "model",
+                gpu_id=-1, max_epochs=2, patience=2, seed=0)
+    model = tmp_path / "model" / "model-best"
+    calibrate_on = train_corpus / "test.jsonl"
+    grid = [1.0 + 0.5 * i for i in range(23)]  # 1.0 ... 12.0
+    assemble_pipeline(model, "es", tmp_path / "plain")
+    curve = recall_curve(spacy.load(tmp_path / "plain"), load_corpus(calibrate_on), biases=grid)
+    recall_at = {row["o_bias"]: row["token_recall"] for row in curve}
+    assert recall_at[12.0] > recall_at[1.0], "the tiny tagger's recall does not move with o_bias: nothing to calibrate"
+    target = next(r for b, r in recall_at.items() if r > recall_at[1.0])
+    expected = min(b for b, r in recall_at.items() if r >= target)
+
+    def assemble(out, *extra, model=model):
+        return CliRunner().invoke(app, ["assemble", str(model), "--lang", "es", "--out", str(out), "--recall-bias", "1",
+                                        *extra])
+
+    res = assemble(tmp_path / "p", "--recall-target", str(target), "--calibrate-on", str(calibrate_on))
+    assert res.exit_code == 0, res.output
+    assert expected > 1.0 and spacy.load(tmp_path / "p").get_pipe("deid_tagger").o_bias == expected
+    setting = json.loads((tmp_path / "p" / "recall_setting.json").read_text())
+    assert setting["reached"] and setting["o_bias"] == expected and setting["token_recall"] >= target
+    assert f"o_bias {expected}" in res.output
+
+    # the fixture's tagger, trained longer, is so sure of some of its misses that no o_bias finds them
+    confident = train_tagger_pipeline.parent / "model" / "model-best"
+    top = recall_curve(spacy.load(train_tagger_pipeline), load_corpus(calibrate_on), biases=(12.0,))[0]
+    assert top["token_recall"] < 1.0
+    res = assemble(tmp_path / "q", "--recall-target", "1.0", "--calibrate-on", str(calibrate_on), model=confident)
+    assert res.exit_code == 0, res.output
+    assert spacy.load(tmp_path / "q").get_pipe("deid_tagger").o_bias == 12.0
+    assert "not reached" in res.output and not json.loads((tmp_path / "q" / "recall_setting.json").read_text())["reached"]
+
+    res = assemble(tmp_path / "r", "--recall-target", "0.99")
+    assert res.exit_code == 1 and "--calibrate-on" in res.output
