@@ -1,8 +1,12 @@
-"""Hand-written evaluation sets (corpora/eval/<lc>/): readable, valid, as counted, and unseen.
+"""Hand-written sets: readable, valid, as counted, and unseen.
 
-Each set is a brat folder that `factory evaluate` scores pipelines on. These tests read it with the
-project's own brat reader and check that
-  - it holds at least MIN_DOCUMENTS documents and reads without a skipped record or a trimmed span;
+Two kinds of set, each a brat folder that `factory evaluate` scores pipelines on:
+  - corpora/eval/<lc>/, the challenge set: only ever scored, never looked at for a choice;
+  - corpora/tune/<lc>/, the tuning set: may be looked at (error analysis, settings such as the
+    recall knob), so that the challenge set can stay unseen.
+These tests read every set with the project's own brat reader and check that
+  - it holds at least MIN_DOCUMENTS[kind] documents and reads without a skipped record or a
+    trimmed span;
   - every span is valid as written in the .ann file: the annotated string equals the text slice,
     the label is canonical, no space or punctuation at either end, no line break inside;
   - the counts its README.md states (documents, spans per label) are the counts of the files, so
@@ -12,7 +16,10 @@ project's own brat reader and check that
     text. A copied or lightly edited document shares most of its 8-grams; a stock phrase of
     French letters ("Je vous prie de croire, chère Consœur, ...") that a template may also use
     is a handful of them, so a document fails when more than MAX_SHARED_NGRAMS of its 8-grams
-    occur in a training source.
+    occur in a training source;
+  - no tuning document shares text, by the same rule, with a document of the challenge set of its
+    language: a choice made on a tuning set that repeats the challenge set's wording would be a
+    choice made on the challenge set.
 """
 
 from __future__ import annotations
@@ -28,33 +35,41 @@ from deid_factory.labels import CANONICAL_LABELS
 from deid_factory.readers import ReadReport, iter_raw, read_corpus
 from deid_factory.records import trim_span
 
-EVAL_DIR = PROJECT_ROOT / "corpora" / "eval"
-TRAINING_SOURCES = PROJECT_ROOT / "corpora" / "synth"
-SETS = sorted(p.name for p in EVAL_DIR.iterdir() if p.is_dir() and any(p.glob("*.ann")))
-MIN_DOCUMENTS = 40
+CORPORA = PROJECT_ROOT / "corpora"
+EVAL_DIR = CORPORA / "eval"
+TUNE_DIR = CORPORA / "tune"
+TRAINING_SOURCES = CORPORA / "synth"
+SETS = sorted((kind.name, p.name) for kind in (EVAL_DIR, TUNE_DIR) if kind.is_dir()
+              for p in kind.iterdir() if p.is_dir() and any(p.glob("*.ann")))
+TUNE_SETS = [lc for kind, lc in SETS if kind == "tune"]
+MIN_DOCUMENTS = {"eval": 40, "tune": 30}
 NGRAM = 8
 MAX_SHARED_NGRAMS = 0.05  # share of a document's 8-grams that may also occur in a training source
 _WORD = re.compile(r"\w+")
 
 
-def _read(lc: str):
+def _read(kind: str, lc: str):
     report = ReadReport()
-    records = list(read_corpus(EVAL_DIR / lc, "brat", lang=lc, on_error="raise", report=report))
+    records = list(read_corpus(CORPORA / kind / lc, "brat", lang=lc, on_error="raise", report=report))
     return records, report
 
 
-@pytest.fixture(scope="module", params=SETS)
+@pytest.fixture(scope="module", params=SETS, ids=lambda s: "/".join(s))
 def eval_set(request):
-    return request.param, *_read(request.param)
+    """(name, records, report) of one set; the name is its folder under corpora/ (`tune/fr`)."""
+    kind, lc = request.param
+    return f"{kind}/{lc}", *_read(kind, lc)
 
 
-def test_the_french_set_exists():
-    assert "fr" in SETS, f"no brat files in {EVAL_DIR / 'fr'}"
+def test_the_french_sets_exist():
+    assert ("eval", "fr") in SETS, f"no brat files in {EVAL_DIR / 'fr'}"
+    assert ("tune", "fr") in SETS, f"no brat files in {TUNE_DIR / 'fr'}"
 
 
 def test_set_reads_whole_and_is_large_enough(eval_set):
     lc, records, report = eval_set
-    assert len(records) >= MIN_DOCUMENTS, f"{lc}: {len(records)} documents, need at least {MIN_DOCUMENTS}"
+    need = MIN_DOCUMENTS[lc.split("/")[0]]
+    assert len(records) >= need, f"{lc}: {len(records)} documents, need at least {need}"
     assert report.trimmed == 0, f"{lc}: {report.trimmed} spans needed trimming"
     assert report.duplicates == 0 and report.spans_kept == report.spans_read
     assert all(r.spans for r in records), f"{lc}: documents without PHI: {[r.id for r in records if not r.spans]}"
@@ -63,7 +78,7 @@ def test_set_reads_whole_and_is_large_enough(eval_set):
 def test_every_span_is_valid_as_written(eval_set):
     lc = eval_set[0]
     problems = []
-    for raw in iter_raw(EVAL_DIR / lc, "brat", lc):
+    for raw in iter_raw(CORPORA / lc, "brat", lc.split("/")[1]):
         assert raw.error is None, raw.error
         for span in raw.spans:
             where = f"{raw.id} [{span.start},{span.end}) {span.label}"
@@ -79,9 +94,10 @@ def test_every_span_is_valid_as_written(eval_set):
 
 
 def _readme_counts(lc: str) -> tuple[int, dict[str, int]]:
-    """The documents count and the per-label span counts from the README's tables (`| X | 1,234 |`)."""
+    """The documents count and the per-label span counts from the README's tables (`| X | 1,234 |`);
+    `lc` is the set's folder under corpora/ (`eval/fr`)."""
     documents, labels = None, {}
-    for line in (EVAL_DIR / lc / "README.md").read_text(encoding="utf-8").splitlines():
+    for line in (CORPORA / lc / "README.md").read_text(encoding="utf-8").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 2 or not cells[1].replace(",", "").isdigit():
             continue
@@ -147,10 +163,28 @@ def test_no_document_text_in_the_training_sources(eval_set):
     assert not flagged, f"{lc}: documents sharing text with {TRAINING_SOURCES}: {flagged}"
 
 
+@pytest.mark.parametrize("lc", TUNE_SETS)
+def test_no_tuning_document_text_in_the_challenge_set(lc):
+    """A tuning set is looked at so that its language's challenge set need not be: a tuning
+    document written from (or lightly edited out of) a challenge document would carry the
+    challenge set's wording into every choice made on the tuning set. The challenge set of the
+    language must exist, and its documents' word 8-grams (the whole text, PHI included) must hold
+    at most MAX_SHARED_NGRAMS of any tuning document's PHI-free 8-grams."""
+    assert ("eval", lc) in SETS, f"tune/{lc} has no challenge set {EVAL_DIR / lc} to be kept apart from"
+    challenge, _ = _read("eval", lc)
+    sources: set[tuple[str, ...]] = set()
+    for record in challenge:
+        sources |= _ngrams(_WORD.findall(record.text.lower()))
+    assert len(sources) > 1000, f"the challenge set eval/{lc} was not read"
+    records, _ = _read("tune", lc)
+    flagged = shared_documents(records, sources)
+    assert not flagged, f"tune/{lc}: documents sharing text with the challenge set eval/{lc}: {flagged}"
+
+
 def test_overlap_check_finds_a_copied_document(tmp_path: Path):
     """The check above can fail: a training source holding one set document's prose, even with
     other PHI in the slots and a different layout, flags that document and no other."""
-    records, _ = _read(SETS[0])
+    records, _ = _read(*SETS[0])
     copied = max(records, key=lambda r: len(r.text))
     prose = []
     cut = 0
