@@ -13,7 +13,8 @@ lives in `corpora/synth/<lc>/` (docs/corpus.md, "The synthetic corpus", describe
 so a new locale is a new folder of data files. A note is assembled from pieces (literal text, or a value
 with a label); spans are the offsets of the labelled pieces, so gold spans are exact by construction.
 Within a note an entity is consistent (one patient, one address, one NHC; the age follows from the
-birth and admission dates) while each mention is written its own way. Person names come from Faker.
+birth and admission dates) while each mention is written its own way. Person names come from Faker,
+or, with a probability, from name pools of the locale's lexicon (`given_names`, `surname_forms`).
 
 Template syntax: `{slot}` / `{slot.arg}` (slots.yml), `{list}` / `{list.field}` (an entry of a word
 list), `{n:lo-hi}` (a number), `[a|b|c]` a choice, `<m|f>` agreement with the patient's sex. A slot
@@ -120,6 +121,23 @@ class SynthData:
         self._check_ids()
         self._check_slots()
         self._check_templates()
+        self._check_name_pools()
+
+    def _check_name_pools(self) -> None:
+        """`given_names: {extra_p, m: [...], f: [...]}` and `surname_forms: {extra_p, extra_surnames: [...]}`."""
+        for key, lists in (("given_names", ("m", "f")), ("surname_forms", ("extra_surnames",))):
+            pool = self.lexicon.get(key)
+            if pool is None:
+                continue
+            if not isinstance(pool, dict):
+                raise self._fail("lexicon.yml", key, "expected settings (`extra_p: 0.3`, lists of names)")
+            for name in lists:
+                names = pool.get(name)
+                if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names)):
+                    raise self._fail("lexicon.yml", f"{key} {name!r}", "must be a list of names")
+            p = pool.get("extra_p", 0)
+            if any(pool.get(name) for name in lists) and not (isinstance(p, (int, float)) and 0 <= p <= 1):
+                raise self._fail("lexicon.yml", f"{key} extra_p", "must be a probability between 0 and 1")
 
     def _fail(self, file: str, where: str, problem: str) -> SynthError:
         return SynthError(f"{self.folder / file}: {where}: {problem}")
@@ -569,21 +587,33 @@ class Note:
             if "one_surname_p" in spec and rng.random() < float(spec["one_surname_p"]):
                 n_surnames = 1
             surnames = [self._surname() for _ in range(n_surnames)]
-            given = self.fake.first_name_male() if sex == "m" else self.fake.first_name_female()
+            given = self._extra_name(self.lex.get("given_names") or {}, sex)
+            if given is None:
+                given = self.fake.first_name_male() if sex == "m" else self.fake.first_name_female()
             self.people[role] = Person(role, sex, given, surnames, relation)
         return self.people[role]
 
     def _surname(self) -> str:
         """One surname: Faker's, or a form it never draws (lexicon.yml `surname_forms`): a surname
-        with a particle from the locale's list, or two joined ("García-Ripoll")."""
+        with a particle from the locale's list, one of the locale's `extra_surnames`, or two joined
+        ("García-Ripoll")."""
         forms, rng = self.lex.get("surname_forms") or {}, self.rng
         particles = forms.get("particle_surnames") or []
         if particles and rng.random() < float(forms.get("particle_p", 0)):
             return str(rng.choice(particles))
-        surname = self.fake.last_name()
+        surname = self._extra_name(forms, "extra_surnames") or self.fake.last_name()
         if rng.random() < float(forms.get("compound_p", 0)):
-            surname += str(forms.get("compound_joiner", "-")) + self.fake.last_name()
+            surname += str(forms.get("compound_joiner", "-")) + (self._extra_name(forms, "extra_surnames") or self.fake.last_name())
         return surname
+
+    def _extra_name(self, pool: dict, key: str) -> str | None:
+        """A name of the locale's own list `pool[key]` with probability `pool["extra_p"]` (lexicon.yml
+        `given_names`, `surname_forms`: names Faker lacks); None: take Faker's. Without the list no
+        random number is drawn, so a locale without pools gets the corpus it had before."""
+        names = pool.get(key) or []
+        if names and self.rng.random() < float(pool.get("extra_p", 0)):
+            return str(self.rng.choice(names))
+        return None
 
     def number_in_words(self, n: int) -> str:
         words = self.fmt["number_words"]
