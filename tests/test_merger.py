@@ -116,3 +116,42 @@ def test_a_loser_keeps_the_tokens_the_winner_does_not_cover():
     assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 5, "PERSON")]
     doc = _doc("a b c d e f", ner=[(2, 3, "PERSON")], regex=[(1, 5, "ID", 0.8)])
     assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 2, "ID"), (2, 3, "PERSON"), (3, 5, "ID")]
+
+
+def _merge_text(text, lang, ner_words):
+    """Merge NER spans given as (word, label) over the runtime tokenizer's tokens of `text`."""
+    from deid_runtime.tokenization import blank as phi_blank
+
+    doc = phi_blank(lang)(text)
+    ents = []
+    for word, label in ner_words:
+        start = text.index(word)
+        ents.append(doc.char_span(start, start + len(word), label=label, alignment_mode="strict"))
+    doc.ents = ents
+    doc.spans["deid_regex"] = []
+    return [(e.text, e.label_) for e in _merge(doc).ents]
+
+
+def test_a_name_span_takes_the_rest_of_a_hyphenated_word():
+    """The tokenizer splits "Perros-Guirec" at the hyphen and the NER may tag one piece only: a
+    place, person, organisation or street is never half a hyphenated word."""
+    assert _merge_text("Née à Perros-Guirec le 3 mars", "fr", [("Perros", "LOCATION")]) == [("Perros-Guirec", "LOCATION")]
+    assert _merge_text("domiciliée à Tain-l'Hermitage.", "fr", [("Hermitage", "LOCATION"), ("Tain", "LOCATION")]) == \
+        [("Tain-l'Hermitage", "LOCATION")]
+    assert _merge_text("Institut Paoli-Calmettes – Marseille", "fr", [("Institut Paoli", "ORGANIZATION")]) == \
+        [("Institut Paoli-Calmettes", "ORGANIZATION")]
+    assert _merge_text("vue par Marie Dupont-Aignan", "fr", [("Marie Dupont", "PERSON")]) == [("Marie Dupont-Aignan", "PERSON")]
+    # a dash between words (spaces around it) is not a hyphen inside a word, and dates are left alone
+    assert _merge_text("Lyon - Villeurbanne", "fr", [("Lyon", "LOCATION")]) == [("Lyon", "LOCATION")]
+    assert _merge_text("du 12-14 mars", "fr", [("14 mars", "DATE")]) == [("14 mars", "DATE")]
+
+
+def test_a_person_span_takes_the_initials_before_it_but_not_a_courtesy_title():
+    assert _merge_text("Dr T. Renaud – RPPS", "fr", [("Renaud", "PERSON")]) == [("T. Renaud", "PERSON")]
+    assert _merge_text("Dr M.-A. LE GALL\n", "fr", [("LE GALL", "PERSON")]) == [("M.-A. LE GALL", "PERSON")]
+    assert _merge_text("Firmado: Dr. J. García López", "es", [("García López", "PERSON")]) == [("J. García López", "PERSON")]
+    # "M." is Monsieur and "D." Don: titles stay outside the span, as the annotation conventions say
+    assert _merge_text("M. Pennec, 72 ans", "fr", [("Pennec", "PERSON")]) == [("Pennec", "PERSON")]
+    assert _merge_text("D. Juan Pérez", "es", [("Juan Pérez", "PERSON")]) == [("Juan Pérez", "PERSON")]
+    # only PERSON takes initials; a sentence's last letter is not an initial of the next name
+    assert _merge_text("groupe B. Lyon", "fr", [("Lyon", "LOCATION")]) == [("Lyon", "LOCATION")]

@@ -18,13 +18,17 @@ Resolution (documented in docs/router.md):
      The loser's tokens that the winner does not cover stay PHI, as spans of the loser's label:
      what any detector flagged is never let out because another one disagreed on the label
      (a NER "ADDRESS" over "Teléfono 612" must not free the "345 678" of a regex PHONE).
-NER spans are first cut at line breaks (see split_at_line_breaks).
+NER spans are first cut at line breaks (see split_at_line_breaks), then completed to whole words
+(see complete_words): a name-like span that stops at a hyphen inside a word ("Perros" of
+"Perros-Guirec") takes the rest of the word, and a PERSON span takes the initials written right
+before it ("T." of "Dr T. Renaud").
 Keeping the three views (NER alone, regex alone, merged) on every Doc lets the evaluation
 score each of them from one pass.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from spacy.language import Language
@@ -38,6 +42,14 @@ REGEX_SPANS_KEY = "deid_regex"
 OUTPUT_SPANS_KEY = "deid"
 DEFAULT_STRUCTURED = ["AGE", "DATE", "PHONE", "EMAIL", "URL", "IP", "ID"]
 DEFAULT_NER_FIRST = ["PERSON", "ORGANIZATION", "LOCATION"]
+# Labels whose NER spans are completed to whole hyphenated words, and those that take initials.
+DEFAULT_WHOLE_WORD = ["PERSON", "ORGANIZATION", "LOCATION", "ADDRESS"]
+DEFAULT_INITIALS = ["PERSON"]
+HYPHENS = {"-", "\u2010", "\u2011"}  # hyphen-minus, hyphen, non-breaking hyphen (not the dashes between words)
+# An initial as the runtime tokenizer leaves it before its period: "T", "M.-A", "J.-B"
+_INITIAL = re.compile(r"^[^\W\d_](?:\.-?[^\W\d_])*$")
+# One-letter courtesy titles, which look like initials: French "M." (Monsieur), Spanish "D." (Don)
+DEFAULT_TITLE_LETTERS = ["M", "D"]
 
 for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
     if not Span.has_extension(_name):
@@ -117,14 +129,56 @@ def split_at_line_breaks(doc: Doc, start: int, end: int) -> list[tuple[int, int]
     return parts
 
 
+def _attached(doc: Doc, i: int) -> bool:
+    """Token i is written against token i + 1 (no space between)."""
+    return i + 1 < len(doc) and not doc[i].whitespace_
+
+
+def _word_piece(doc: Doc, i: int) -> bool:
+    return 0 <= i < len(doc) and not (doc[i].is_space or doc[i].is_punct or doc[i].is_quote or doc[i].is_bracket)
+
+
+def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[str], initials: set[str],
+                   title_letters: set[str] = frozenset(DEFAULT_TITLE_LETTERS)) -> tuple[int, int]:
+    """[start, end) grown to the whole word(s) it cuts, for the labels that are names.
+
+    Hyphens: the tokenizer splits "Perros-Guirec", "Paoli-Calmettes", "Jean-Pierre" at the hyphen,
+    and the NER (which saw few such words in its synthetic notes) often tags one part only; a
+    place, person, organisation or street is never half a hyphenated word, so the span takes the
+    pieces joined to it by a hyphen with no space on either side (an elided "l'" of
+    "Tain-l'Hermitage" included). Initials: "Dr T. Renaud" is tokenized "T" "." "Renaud"; a PERSON
+    span right after such an initial and its period takes them ("M.-A. LE GALL", "J.-B. Roux"),
+    except a one-letter courtesy title ("M. Pennec": `title_letters`), which stays outside.
+    Growing a span never frees a token, so this can only redact more."""
+    if label in whole_word:
+        while (end + 1 < len(doc) and _attached(doc, end - 1) and doc[end].text in HYPHENS and _attached(doc, end)
+               and _word_piece(doc, end + 1)):
+            end += 2
+            while _attached(doc, end - 1) and _word_piece(doc, end) and doc[end - 1].text.endswith(("'", "\u2019")):
+                end += 1  # "Tain-l'" + "Hermitage"
+        while (start - 2 >= 0 and doc[start - 1].text in HYPHENS and _attached(doc, start - 2) and _attached(doc, start - 1)
+               and _word_piece(doc, start - 2)):
+            start -= 2
+    if label in initials:
+        while (start - 2 >= 0 and doc[start - 1].text == "." and _attached(doc, start - 2) and doc[start - 1].whitespace_
+               and _INITIAL.match(doc[start - 2].text) and doc[start - 2].text[0].isupper()
+               and doc[start - 2].text not in title_letters):
+            start -= 2
+    return start, end
+
+
 class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
-                 structured_labels: list[str], ner_first_labels: list[str]):
+                 structured_labels: list[str], ner_first_labels: list[str],
+                 whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
+                 title_letters: list[str] = DEFAULT_TITLE_LETTERS):
         self.name = name
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
         self.structured = set(structured_labels)
         self.ner_first = set(ner_first_labels)
-        unknown = (self.structured | self.ner_first) - set(CANONICAL_LABELS)
+        self.whole_word, self.initials = set(whole_word_labels), set(initials_labels)
+        self.title_letters = set(title_letters)
+        unknown = (self.structured | self.ner_first | self.whole_word | self.initials) - set(CANONICAL_LABELS)
         if unknown:
             raise ValueError(f"component {name!r}: labels {sorted(unknown)} are not canonical")
 
@@ -135,6 +189,7 @@ class DeidMerger:
         candidates = []
         for e in ner_spans:
             for start, end in split_at_line_breaks(doc, e.start, e.end):
+                start, end = complete_words(doc, start, end, e.label_, self.whole_word, self.initials, self.title_letters)
                 candidates.append(_Candidate(start, end, e.label_, "ner", 0.5, False, ""))
         for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
             if s.label_ not in CANONICAL_LABELS:
@@ -163,8 +218,10 @@ class DeidMerger:
 
 
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
-                structured_labels: list[str], ner_first_labels: list[str]) -> DeidMerger:
-    return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels)
+                structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
+                initials_labels: list[str], title_letters: list[str]) -> DeidMerger:
+    return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
+                      whole_word_labels, initials_labels, title_letters)
 
 
 Language.factory(
@@ -175,5 +232,8 @@ Language.factory(
         "output_key": OUTPUT_SPANS_KEY,
         "structured_labels": DEFAULT_STRUCTURED,
         "ner_first_labels": DEFAULT_NER_FIRST,
+        "whole_word_labels": DEFAULT_WHOLE_WORD,
+        "initials_labels": DEFAULT_INITIALS,
+        "title_letters": DEFAULT_TITLE_LETTERS,
     },
 )(make_merger)
