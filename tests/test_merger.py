@@ -155,3 +155,20 @@ def test_a_person_span_takes_the_initials_before_it_but_not_a_courtesy_title():
     assert _merge_text("D. Juan Pérez", "es", [("Juan Pérez", "PERSON")]) == [("Juan Pérez", "PERSON")]
     # only PERSON takes initials; a sentence's last letter is not an initial of the next name
     assert _merge_text("groupe B. Lyon", "fr", [("Lyon", "LOCATION")]) == [("Lyon", "LOCATION")]
+
+
+def test_a_match_the_pack_scores_as_certain_ranks_with_validated_ones():
+    """A record number after its label (score 0.95, no check digit) is not cut by an NER name over
+    part of it; a plain pattern guess (0.8) still loses to the NER for a name label."""
+    #          0  1      2 3             4
+    text = "N° examen : CT230917-4411 fin"
+    # (at 0.8 the NER span, completed to the whole hyphenated word, wins the label)
+    for score, expected in ((0.95, [("CT230917-4411", "ID")]), (0.8, [("CT230917-4411", "PERSON")])):
+        doc = _doc(text, ner=[], regex=[])
+        ct = doc.char_span(text.index("CT"), text.index("CT") + 8, alignment_mode="expand")
+        whole = doc.char_span(text.index("CT"), text.index(" fin"), alignment_mode="expand")
+        doc.ents = [Span(doc, ct.start, ct.end, label="PERSON")]
+        span = Span(doc, whole.start, whole.end, label="ID")
+        span._.deid_score = score
+        doc.spans["deid_regex"] = [span]
+        assert [(e.text, e.label_) for e in _merge(doc).ents] == expected, score

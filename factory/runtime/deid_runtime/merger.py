@@ -171,13 +171,14 @@ class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
                  structured_labels: list[str], ner_first_labels: list[str],
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
-                 title_letters: list[str] = DEFAULT_TITLE_LETTERS):
+                 title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95):
         self.name = name
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
         self.structured = set(structured_labels)
         self.ner_first = set(ner_first_labels)
         self.whole_word, self.initials = set(whole_word_labels), set(initials_labels)
         self.title_letters = set(title_letters)
+        self.trusted_score = float(trusted_score)
         unknown = (self.structured | self.ner_first | self.whole_word | self.initials) - set(CANONICAL_LABELS)
         if unknown:
             raise ValueError(f"component {name!r}: labels {sorted(unknown)} are not canonical")
@@ -197,6 +198,10 @@ class DeidMerger:
             # the pack says whether check digits passed; spans from elsewhere fall back to a high score
             validated = (bool(s._.deid_validated) if s._.deid_validated is not None
                          else s._.deid_score is not None and s._.deid_score >= 0.95)
+            # a match the pack scores as certain (a record number after its label, an e-mail) ranks
+            # with the validated ones: the NER's "PERSON" over "CT230917" of "N° examen : CT230917-4411"
+            # must not cut the identifier in three
+            validated = validated or (s._.deid_score is not None and s._.deid_score >= self.trusted_score)
             candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
                                          validated, s._.deid_kind or ""))
         final = []
@@ -219,9 +224,9 @@ class DeidMerger:
 
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
-                initials_labels: list[str], title_letters: list[str]) -> DeidMerger:
+                initials_labels: list[str], title_letters: list[str], trusted_score: float) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
-                      whole_word_labels, initials_labels, title_letters)
+                      whole_word_labels, initials_labels, title_letters, trusted_score)
 
 
 Language.factory(
@@ -235,5 +240,6 @@ Language.factory(
         "whole_word_labels": DEFAULT_WHOLE_WORD,
         "initials_labels": DEFAULT_INITIALS,
         "title_letters": DEFAULT_TITLE_LETTERS,
+        "trusted_score": 0.95,
     },
 )(make_merger)
