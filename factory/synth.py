@@ -121,10 +121,11 @@ class SynthData:
         self._check_ids()
         self._check_slots()
         self._check_templates()
-        self._check_name_pools()
+        self._check_names()
 
-    def _check_name_pools(self) -> None:
-        """`given_names: {extra_p, m: [...], f: [...]}` and `surname_forms: {extra_p, extra_surnames: [...]}`."""
+    def _check_names(self) -> None:
+        """lexicon.yml `given_names: {extra_p, m: [...], f: [...]}` and `surname_forms: {extra_p, extra_surnames:
+        [...]}`; a section's `name_casing` (sections.yml)."""
         for key, lists in (("given_names", ("m", "f")), ("surname_forms", ("extra_surnames",))):
             pool = self.lexicon.get(key)
             if pool is None:
@@ -138,6 +139,11 @@ class SynthData:
             p = pool.get("extra_p", 0)
             if any(pool.get(name) for name in lists) and not (isinstance(p, (int, float)) and 0 <= p <= 1):
                 raise self._fail("lexicon.yml", f"{key} extra_p", "must be a probability between 0 and 1")
+        for name, spec in (self.sections.get("sections") or {}).items():
+            casing = spec.get("name_casing")
+            if casing is not None and not (isinstance(casing, dict) and casing and set(casing) <= {"title", "upper", "lower"}
+                                           and all(isinstance(w, (int, float)) and w >= 0 for w in casing.values())):
+                raise self._fail("sections.yml", f"section {name!r}", "name_casing: shares of title, upper and lower")
 
     def _fail(self, file: str, where: str, problem: str) -> SynthError:
         return SynthError(f"{self.folder / file}: {where}: {problem}")
@@ -489,6 +495,7 @@ class Note:
         self.in_header = False
         self._section_values: set[str] = set()  # context values written in this section (not repeated)
         self._nesting = 0  # > 0 while rendering a value inside another value
+        self._section_casing: dict | None = None  # sections.yml `name_casing` of the section being rendered
         self._timeline()
 
     # -- the patient's timeline ------------------------------------------------
@@ -525,7 +532,7 @@ class Note:
         return self._case()
 
     def _case(self) -> str:
-        return _weighted(self.rng, self.lex.get("name_casing") or {"title": 1})
+        return _weighted(self.rng, self._section_casing or self.lex.get("name_casing") or {"title": 1})
 
     # -- helpers of the makers ---------------------------------------------------
     def _format(self, pattern: str, file: str, **fields: Any) -> str:
@@ -881,6 +888,7 @@ class Note:
         rng = self.rng
         self.where = f"sections.yml: section {name!r}"
         out: list[Piece] = []
+        self._section_casing = spec.get("name_casing")  # a section may case its names its own way (a note in lower case)
         heading = self.text_of(rng.choice(spec.get("headings", [""])))
         if heading:
             fmt = heading_format if rng.random() < 0.85 else rng.choice(self.d.heading_formats)
@@ -897,6 +905,7 @@ class Note:
                 out.append(Piece("\n" if rng.random() < newline_p else " "))
             self.templates.append(f"{name}:{t}")
             out.extend(self.render(templates[t], sentence=True))
+        self._section_casing = None
         return out
 
     def build(self) -> RawRecord:
