@@ -172,3 +172,9 @@ def test_a_match_the_pack_scores_as_certain_ranks_with_validated_ones():
         span._.deid_score = score
         doc.spans["deid_regex"] = [span]
         assert [(e.text, e.label_) for e in _merge(doc).ents] == expected, score
+
+
+def test_ner_spans_do_not_start_or_end_with_punctuation_but_keep_partnered_brackets():
+    assert _merge_text("CIPA: nhc-272226.\nNASS", "es", [("-272226", "ID")]) == [("272226", "ID")]
+    assert _merge_text("Travessera de les Corts, 279 4D.", "es", [(", 279 4D.", "ADDRESS")]) == [("279 4D", "ADDRESS")]
+    assert _merge_text("Tel. (+34) 912 345 678 fin", "es", [("(+34) 912 345 678", "PHONE")]) == [("(+34) 912 345 678", "PHONE")]

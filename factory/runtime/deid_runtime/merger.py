@@ -138,6 +138,17 @@ def _word_piece(doc: Doc, i: int) -> bool:
     return 0 <= i < len(doc) and not (doc[i].is_space or doc[i].is_punct or doc[i].is_quote or doc[i].is_bracket)
 
 
+def _edge_punct(token, doc: Doc, start: int, end: int) -> bool:
+    """A punctuation token at the edge of [start, end) that the span should not keep: not a bracket
+    or quote whose partner is inside the span ("(+34) 912 345 678", "Le Cèdre »")."""
+    if not token.is_punct or token.is_space:
+        return False
+    if token.is_bracket or token.is_quote:
+        inside = doc[start:end].text
+        return not (inside.count("(") and inside.count(")")) and not any(q in inside[1:-1] for q in "\"«»“”")
+    return True
+
+
 def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[str], initials: set[str],
                    title_letters: set[str] = frozenset(DEFAULT_TITLE_LETTERS)) -> tuple[int, int]:
     """[start, end) grown to the whole word(s) it cuts, for the labels that are names.
@@ -159,6 +170,12 @@ def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[s
         while (start - 2 >= 0 and doc[start - 1].text in HYPHENS and _attached(doc, start - 2) and _attached(doc, start - 1)
                and _word_piece(doc, start - 2)):
             start -= 2
+    # no span starts or ends with punctuation ("-272226" of "nhc-272226", ", 279 4D", ". Doctor
+    # Esquerdo, 46"): the annotation conventions of every corpus leave it out, and it is not PHI
+    while start < end and _edge_punct(doc[start], doc, start, end):
+        start += 1
+    while end > start and _edge_punct(doc[end - 1], doc, start, end):
+        end -= 1
     if label in initials:
         while (start - 2 >= 0 and doc[start - 1].text == "." and _attached(doc, start - 2) and doc[start - 1].whitespace_
                and _INITIAL.match(doc[start - 2].text) and doc[start - 2].text[0].isupper()
