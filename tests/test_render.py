@@ -28,6 +28,11 @@ def test_rendered_project_has_build_workflow_with_deps_and_outputs():
     assert project["vars"]["lang"] == "fr" and project["vars"]["source_lang"] == "es"
     assert project["vars"]["n_records"] == 1000 and project["vars"]["seed"] == 13
     assert project["vars"]["gpu_id"] == -1 and project["vars"]["init"] == "blank"
+    # the recall setting: a knob value, or a recall target calibrated on the dev split (off by default)
+    assert project["vars"]["recall_target"] == 0
+    assemble = commands["assemble"]
+    assert "--recall-target ${vars.recall_target} --calibrate-on corpus/final/dev.spacy" in assemble["script"][0]
+    assert "corpus/final/dev.spacy" in assemble["deps"]
 
 
 def test_rendered_config_is_a_valid_cnn_ner_config():
