@@ -353,8 +353,10 @@ FR_MONTHS = "janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobr
 # A span's value, as the French conventions write it (corpora/eval/fr/README.md "Annotation conventions");
 # headers printed all in capitals write ages, e-mail addresses and URLs in capitals too.
 FR_VALUE = {
-    # given name(s) and surname(s), titles outside: letters, spaces, hyphens, apostrophes
-    "PERSON": re.compile(r"(?!(?:Dr|Pr|M|Mme|Mlle|Madame|Monsieur|Docteur|Professeur)\b)[^\W\d_]+(?:[ '’-]+[^\W\d_]+)*"),
+    # given name(s) and surname(s), titles outside: letters, spaces, hyphens, apostrophes, and initials with full
+    # stops before the surname ("T. Renaud", "M.-A. LE GALL"; "M." alone would be the title)
+    "PERSON": re.compile(r"(?!(?:Dr|Pr|M|Mme|Mlle|Madame|Monsieur|Docteur|Professeur)\.?(?: |$))"
+                         r"(?:[^\W\d_]{1,2}\.(?:-[^\W\d_]{1,2}\.)? )?[^\W\d_]+(?:[ '’-]+[^\W\d_]+)*"),
     # number + unit ("72 ans", "77a", "8 mois"), or in words ("soixante-dix-huit ans")
     "AGE": re.compile(r"\d{1,3} ?(?:ans|a|mois)|[a-zé]+(?:[ -][a-zé]+)* ans", re.I),
     # a town (with its CEDEX), a region or country, a postal code, a département number
