@@ -329,6 +329,98 @@ def test_bad_data_is_found_at_load_naming_file_and_entry(tmp_path, file, edit, m
         SynthData.load("es", folder)
 
 
+# ----------------------------------------------------------------------------- name pools (lexicon.yml)
+POOL_M, POOL_F = ["Kenzo", "Iñaki", "Moussa"], ["Maïwenn", "Aminata", "Zeynep"]
+POOL_SURNAMES = ["Etxeberria", "Kervella", "Ouédraogo", "Nowak", "Le Bihannic"]
+# The PERSON names of the small French locale (n=20, seed=3) drawn by the engine before it had name
+# pools: a locale without pools must keep them (es, it, pt and nl builds stay bit-for-bit the same).
+NAMES_BEFORE_POOLS = ["Théodore Gomez", "Christophe Devaux", "Thérèse Lemaître", "Anouk Toussaint", "Aimé Seguin",
+                      "Josette Lelièvre", "Hortense Courtois", "Noël Olivier", "Thérèse Gimenez"]
+
+
+def _french_locale(tmp_path, lexicon_extra: str = "", sections_extra: str = ""):
+    """The small French locale above, with YAML appended to lexicon.yml and to its one section."""
+    folder = tmp_path / "fr"
+    folder.mkdir()
+    for name, text in FRENCH_LOCALE.items():
+        text += {"lexicon.yml": lexicon_extra, "sections.yml": sections_extra}.get(name, "")
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def _people(records):
+    return [(r.text[s.start:s.end], s.attrs.get("kind")) for r in records for s in r.spans if s.label == "PERSON"]
+
+
+def test_name_pools_with_extra_p_one_give_every_name(tmp_path):
+    """With extra_p 1.0 every given name comes from the pool of the person's sex and every surname
+    from extra_surnames; the relative of the locale is a daughter, so her given name is a female one."""
+    from deid_factory.readers import read_corpus
+
+    folder = _french_locale(tmp_path, f"""
+given_names: {{extra_p: 1.0, m: {POOL_M}, f: {POOL_F}}}
+surname_forms: {{extra_p: 1.0, extra_surnames: {POOL_SURNAMES}}}
+""")
+    people = _people(read_corpus(folder, "synth", lang="fr", n=30, seed=3))
+    assert len(people) == 90
+    for name, kind in people:
+        given, surname = name.split(" ", 1)
+        assert given in POOL_M + POOL_F and surname in POOL_SURNAMES, name
+        if kind == "relative":
+            assert given in POOL_F, name
+    assert {n.split(" ", 1)[0] for n, _ in people} == set(POOL_M + POOL_F)  # every pool name is drawn
+    assert {n.split(" ", 1)[1] for n, _ in people} == set(POOL_SURNAMES)
+
+
+def test_name_pools_are_drawn_with_their_probability(tmp_path):
+    """extra_p 0.3: about 30 % of the names from the pools, the rest from Faker."""
+    from deid_factory.readers import read_corpus
+
+    folder = _french_locale(tmp_path, f"""
+given_names: {{extra_p: 0.3, m: {POOL_M}, f: {POOL_F}}}
+surname_forms: {{extra_p: 0.3, extra_surnames: {POOL_SURNAMES}}}
+""")
+    people = _people(read_corpus(folder, "synth", lang="fr", n=200, seed=3))
+    given = sum(n.split(" ", 1)[0] in POOL_M + POOL_F for n, _ in people) / len(people)
+    surname = sum(n.split(" ", 1)[1] in POOL_SURNAMES for n, _ in people) / len(people)
+    assert 0.2 < given < 0.4 and 0.2 < surname < 0.4, (given, surname)
+
+
+@pytest.mark.parametrize("lexicon_extra", ["", "given_names: {extra_p: 0.4}\nsurname_forms: {extra_p: 0.4, extra_surnames: []}\n"])
+def test_without_name_pools_the_names_are_those_of_the_engine_before(tmp_path, lexicon_extra):
+    """No pool (no key, or a share without names): the same names as before the pools, draw for draw."""
+    from deid_factory.readers import read_corpus
+
+    people = _people(read_corpus(_french_locale(tmp_path, lexicon_extra), "synth", lang="fr", n=20, seed=3))
+    assert [name for name, _ in people][:len(NAMES_BEFORE_POOLS)] == NAMES_BEFORE_POOLS
+
+
+def test_a_section_may_case_its_names_itself(tmp_path):
+    """sections.yml `name_casing` of a section (a nurse note in lower case) overrides lexicon.yml's."""
+    from deid_factory.readers import read_corpus
+
+    folder = _french_locale(tmp_path, sections_extra="    name_casing: {lower: 1}\n")
+    people = _people(read_corpus(folder, "synth", lang="fr", n=10, seed=3))
+    assert people and all(name.islower() for name, _ in people)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (_set("given_names", {"extra_p": 2, "m": ["Iker"]}), r"lexicon\.yml: given_names extra_p: must be a probability"),
+    (_set("given_names", ["Iker"]), r"lexicon\.yml: given_names: expected settings"),
+    (_set("surname_forms.extra_surnames", "Etxeberria"), r"lexicon\.yml: surname_forms 'extra_surnames': must be a list of names"),
+])
+def test_bad_name_pools_are_found_at_load(tmp_path, edit, message):
+    folder = _edited_copy(tmp_path, "lexicon.yml", edit)
+    with pytest.raises(SynthError, match=message):
+        SynthData.load("es", folder)
+
+
+def test_a_bad_section_name_casing_is_found_at_load(tmp_path):
+    folder = _edited_copy(tmp_path, "sections.yml", _set("sections.motivo.name_casing", {"minuscules": 1}))
+    with pytest.raises(SynthError, match=r"sections\.yml: section 'motivo': name_casing"):
+        SynthData.load("es", folder)
+
+
 def test_the_synthetic_corpus_enters_through_the_reader_only(tmp_path):
     """generate_records, `factory synth` and `factory extract --format synth` are one path: the reader,
     whose checks find nothing to fix in the engine's spans."""
@@ -456,3 +548,34 @@ def test_french_patient_is_one_person_with_one_age(fr_corpus):
         names = {frozenset(r.text[s.start:s.end].lower().split()) for s in r.spans  # full names, not a birth name alone ("Da Silva")
                  if s.label == "PERSON" and s.attrs.get("kind") == "patient" and " " in r.text[s.start:s.end] and not s.attrs.get("part")}
         assert len(names) <= 2 and (not names or frozenset.intersection(*names)), r.id  # one given name, one or two surnames
+
+
+def test_french_corpus_writes_the_names_and_places_of_the_tuning_errors(fr_corpus):
+    """What the French data adds for the tuning set's error classes is in the corpus: names of the
+    lexicon's pools, given names alone, initials with full stops inside the PERSON span (the title
+    outside), hyphenated towns and address ranges, organisations whose generic word ("l'association",
+    "le laboratoire") is outside the span, and names written in lower case."""
+    data, records = fr_corpus
+    pools = data.lexicon["given_names"]
+    given_pool = {n.lower() for n in pools["m"] + pools["f"]}
+    surname_pool = {n.lower() for n in data.lexicon["surname_forms"]["extra_surnames"]}
+    assert len(pools["m"]) >= 150 and len(pools["f"]) >= 150 and len(surname_pool) >= 250
+    people = [(r, s, r.text[s.start:s.end]) for r in records for s in r.spans if s.label == "PERSON"]
+    from_pools = [v for _, _, v in people if any(w.lower() in given_pool | surname_pool for w in re.split(r"[ -]", v))]
+    assert len(from_pools) > 0.15 * len(people), (len(from_pools), len(people))
+    assert sum(s.attrs.get("part") == "given" for _, s, _ in people) >= 50  # a given name alone
+    initials = [(r, s, v) for r, s, v in people if re.match(r"[A-ZÉ][a-z]?\.(?:-[A-Z]\.)? \S", v)]
+    assert len(initials) >= 20 and any("-" in v[:4] for _, _, v in initials), len(initials)
+    for r, s, v in initials:  # "Dr T. Renaud": the title before the span, never inside it
+        assert not re.match(r"(?:Dr|Pr|M|Mme)\.? ", v), (r.id, s.start)
+    towns = [r.text[s.start:s.end] for r in records for s in r.spans if s.label == "LOCATION" and s.attrs.get("kind") == "city"]
+    assert sum("-" in t for t in towns) > 0.15 * len(towns)
+    addresses = [r.text[s.start:s.end] for r in records for s in r.spans if s.label == "ADDRESS"]
+    assert any(re.match(r"\d+(?:-| à )\d+ ", a) for a in addresses)  # "11-17 boulevard ..."
+    orgs = [(r, s, r.text[s.start:s.end]) for r in records for s in r.spans if s.label == "ORGANIZATION"]
+    assert not [v for _, _, v in orgs if re.match(r"(?i:association|laboratoire|club) [A-ZÉ]", v) and not v.isupper()]
+    outside = [v for r, s, v in orgs if re.search(r"(?:association|laboratoire) $", r.text[max(0, s.start - 13):s.start])]
+    assert len(outside) >= 5, outside
+    assert any(v.startswith("Hôpitaux ") for _, _, v in orgs)
+    lower = [v for r, s, v in people if v.islower() and any(t.startswith("transmissions_min") for t in r.meta["templates"])]
+    assert len(lower) >= 10
