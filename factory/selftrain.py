@@ -451,6 +451,7 @@ def self_train(pipeline_dir: str | Path, unlabeled_path: str | Path, train_docbi
                 bias, scores = found
                 return {**scores, "o_bias": bias}
         return {**dev_scores(pipeline, dev_data, recall_bias), "o_bias": float(recall_bias)}
+
     log.info("round 0 (base pipeline): dev strict F1 %.4f", best["strict_f"])
     report: dict[str, Any] = {
         "unlabeled": read_counts,
