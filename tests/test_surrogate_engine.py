@@ -222,6 +222,30 @@ def test_partial_forms_first_and_in_another_order_give_the_same_person():
     assert upper == f"{first.upper()} {second.upper()}, {given.upper()}"
 
 
+@pytest.mark.parametrize("lang,text,items", [
+    ("fr", "Mme LE GOFF Maëlle, suivie par le Dr Jean-Pierre MARTIN. Maëlle revient; Mme LE GOFF va bien.",
+     [("LE GOFF Maëlle", "PERSON"), ("Jean-Pierre MARTIN", "PERSON"), ("Maëlle", "PERSON"), ("LE GOFF", "PERSON")]),
+    ("es", "Paciente: Ana GARCÍA, en consulta con MORENO Luis. Ana mejora. Luis la revisa.",
+     [("Ana GARCÍA", "PERSON"), ("MORENO Luis", "PERSON"), ("Ana", "PERSON"), ("Luis", "PERSON")]),
+])
+def test_words_in_capitals_are_the_surnames_whatever_their_place(lang, text, items):
+    """'LE GOFF Maëlle': the surname in capitals comes first, so word order alone would make 'Maëlle'
+    the surname and 'LE GOFF' given names; the given name alone must stay the same given name."""
+    names = S.names_of(S.load_locale(lang))
+    for i in range(8):
+        _, (first, second, given_alone, other_alone) = _redact(text, items, lang=lang, doc_id=f"c{i}")
+        capitals = [w for w in first.split() if w.isupper()]
+        given = [w for w in first.split() if not w.isupper()]
+        assert given == [given_alone], (first, given_alone)
+        if lang == "fr":
+            assert " ".join(capitals) == other_alone, (first, other_alone)
+            assert all(S.fold(w) in names.female_set for w in given), first
+            assert second.split()[-1].isupper() and not second.split()[0].isupper(), second
+        else:
+            assert second.split()[-1] == other_alone, (second, other_alone)
+            assert S.fold(other_alone) in names.male_set, second
+
+
 @pytest.mark.parametrize("context,name,sex", [
     ("Ingresa la paciente", "Zuriñeta Ruiz", "f"), ("Ingresa el paciente", "Zuriñeta Ruiz", "m"),
     ("Acude", "Sra. Zuriñeta Ruiz", "f"), ("Acude", "Lucía Pérez", "f"), ("Acude", "Juan Pérez", "m")])

@@ -20,6 +20,8 @@ from .locale import Locale, ends_with, fold, folded_words, starts_with
 
 # A name that could not sit inside a span (a trailing '.', digits) is never drawn.
 _CLEAN_NAME = re.compile(r"^[^\W\d_]+(?:[-' ][^\W\d_]+)*$")
+# The words of a mention as folded_words splits them, kept as written so their casing can be read.
+_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,8 @@ class PersonWords:
             if "," in mention:  # "JIMÉNEZ CASTRO, ANTONIO": surnames, then the given name(s)
                 family, given = mention.split(",", 1)
                 parts = [(w, "surname") for w in self._name_words(family)] + [(w, "given") for w in self._name_words(given)]
+            elif capitals := self._surnames_by_capitals(mention):
+                parts = capitals  # "LE GOFF Maëlle", "Jean-Pierre MARTIN": the capitals are the surnames
             else:
                 words = self._name_words(mention)
                 n_surnames = min(self.surnames_per_name, len(words) - 1)
@@ -243,6 +247,17 @@ class PersonWords:
 
     def _name_words(self, mention: str) -> list[str]:
         return [w for w in folded_words(mention) if (w,) not in self.titles and not w.isdigit() and w not in self.particles]
+
+    def _surnames_by_capitals(self, mention: str) -> list[tuple[str, str]]:
+        """Roles from casing when a mention mixes words in capitals with other words: French (and
+        many hospitals') usage writes the surname in capitals, before or after the given name
+        ("LE GOFF Maëlle", "Jean-Pierre MARTIN"), so word order alone would swap the roles. Empty
+        when the casing does not tell (all capitals, no capitals)."""
+        kept = set(self._name_words(mention))
+        words = [(fold(w), w.isupper()) for w in _WORD.findall(mention) if len(w) > 1 and fold(w) in kept]
+        if not any(upper for _, upper in words) or all(upper for _, upper in words):
+            return []
+        return [(w, "surname" if upper else "given") for w, upper in words]
 
     def _surrogate_word(self, word: str) -> str:
         if word not in self.words:
