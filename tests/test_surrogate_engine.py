@@ -112,6 +112,56 @@ def test_every_locale_has_every_data_file():
         S.load_locale("xx", strict=True)
 
 
+# ----------------------------------------------------------------------------- professions
+@pytest.mark.parametrize("lang,text,value,gender", [
+    ("es", "Varón que trabaja como estibador en el puerto.", "estibador", "m"),   # listed
+    ("es", "Mujer que trabaja como enfermera de noche.", "enfermera", "f"),
+    ("es", "Su hija es abogada y vive fuera.", "abogada", "f"),                   # by its ending
+    ("fr", "Mme X, ancienne ostréicultrice, vit seule.", "ostréicultrice", "f"),
+    ("fr", "Il est chaudronnier dans une usine.", "chaudronnier", "m"),
+    ("fr", "Elle est chaudronnière dans une usine.", "chaudronnière", "f"),
+    ("fr", "Elle travaille comme secrétaire médicale.", "secrétaire médicale", "f"),
+])
+def test_a_profession_surrogate_keeps_the_grammatical_gender_of_the_original(lang, text, value, gender):
+    """'ancienne ostréicultrice' must not become 'ancienne infirmier': the surrogate is drawn in the
+    gender the original was written in (professions.txt 'masculine|feminine', formats.yml
+    `profession_endings` for the occupations not listed)."""
+    locale = S.load_locale(lang)
+    wanted = {m if gender == "m" else f for m, f in locale.professions}
+    assert _kind("PROFESSION", value, lang) is None  # professions have no kind, only a form
+    assert S.describe("PROFESSION", value, locale).get("gender") == gender
+    seen = set()
+    for i in range(25):
+        _, (new,) = _redact(text, [(value, "PROFESSION")], lang=lang, doc_id=f"g{i}")
+        assert new in wanted, (value, new)
+        seen.add(new)
+    assert len(seen) > 5  # still drawn from the whole list
+
+
+@pytest.mark.parametrize("lang", ["es", "fr", "it", "pt"])
+def test_profession_endings_never_contradict_the_listed_forms(lang):
+    """The endings decide for occupations the list lacks: on the listed ones they must give each
+    form its own gender or no answer, never the other one."""
+    locale = Locale.load(locale_folder(lang))
+    pairs = [(m, f) for m, f in locale.professions if m != f]
+    assert len(pairs) >= 10, lang
+    locale.profession_genders = {}  # the endings alone
+    from deid_runtime.surrogates.kinds import profession_gender
+    for m, f in pairs:
+        assert profession_gender(m, locale) in ("m", None), (lang, m)
+        assert profession_gender(f, locale) in ("f", None), (lang, f)
+    told = sum(profession_gender(w, locale) is not None for pair in pairs for w in pair)
+    assert told >= 1.5 * len(pairs), (lang, told)  # the endings tell most forms
+
+
+def test_a_profession_line_with_three_forms_is_refused_with_its_file(tmp_path):
+    folder = tmp_path / "xq" / "surrogate_data"
+    _data_copy("es", folder)
+    (folder / "professions.txt").write_text("enfermero|enfermera\nuno|dos|tres\n", encoding="utf-8")
+    with pytest.raises(S.LocaleDataError, match=r"professions.txt: 'uno\|dos\|tres'"):
+        Locale.load(folder)
+
+
 # ----------------------------------------------------------------------------- dates
 WEEKDAYS_ES = ["lunes", "martes", "miércoles", "jueves", "viernes", "sábado", "domingo"]
 MONTHS_ES = ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "agosto", "septiembre", "octubre",

@@ -18,7 +18,7 @@ from typing import Any
 from .. import ids
 from .dates import date_parts
 from .forms import casing_of
-from .locale import Locale, common, contains, ends_with, folded_words
+from .locale import Locale, common, contains, ends_with, fold, folded_words
 from .names import sex_of
 
 _WORD = re.compile(r"\w+")
@@ -107,8 +107,31 @@ def describe(label: str, text: str, locale: Locale, context: str = "") -> dict[s
     if label == "ADDRESS":
         return {**address_shape(text, locale), "casing": casing_of(text)}
     if label == "PROFESSION":
-        return {"words": len(words), "casing": casing_of(text)}
+        shape = {"words": len(words), "casing": casing_of(text)}
+        gender = profession_gender(text, locale)
+        if gender:
+            shape["gender"] = gender
+        return shape
     return {}
+
+
+def profession_gender(text: str, locale: Locale) -> str | None:
+    """'f' or 'm', the grammatical gender of an occupation as written ("enfermera", "ostréicultrice"),
+    so its surrogate agrees with the words around it ("ancienne ..."): the locale's list of
+    professions first, then the endings of formats.yml's `profession_endings`, word by word (the
+    first word that tells decides: "secrétaire médicale" -> f); None when nothing tells."""
+    key = fold(text)
+    if key in locale.profession_genders:
+        return locale.profession_genders[key]
+    for word in folded_words(text):
+        if len(word) < 3:
+            continue
+        for ending, gender in locale.profession_endings:
+            if word.endswith(ending):
+                if gender:
+                    return gender
+                break  # an ending of both genders ("-ista"): the next word may tell
+    return None
 
 
 def address_shape(text: str, locale: Locale) -> dict[str, Any]:

@@ -76,6 +76,18 @@ def read_list(path: Path) -> list[str]:
             if line.strip() and not line.startswith("#")]
 
 
+def read_forms(path: Path) -> list[tuple[str, str]]:
+    """A list whose entries may have a masculine and a feminine form, 'enfermero|enfermera'; an entry
+    with one form ('fisioterapeuta') serves both."""
+    forms = []
+    for entry in read_list(path):
+        parts = [p.strip() for p in entry.split("|")]
+        if len(parts) > 2 or not all(parts):
+            raise LocaleDataError(f"{path}: {entry!r} is not 'form' or 'masculine|feminine'")
+        forms.append((parts[0], parts[-1]))
+    return forms
+
+
 def read_cities(path: Path) -> list[tuple[str, str]]:
     rows = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -110,7 +122,7 @@ class Locale:
     cities: list[tuple[str, str]]
     streets: list[str]
     organizations: dict[str, list[str]]
-    professions: list[str]
+    professions: list[tuple[str, str]]  # (masculine, feminine); the same form twice when one serves both
     given_female: list[str]
     given_male: list[str]
     surnames: list[str]
@@ -132,6 +144,14 @@ class Locale:
         # A region surrogate is drawn among the names that read as regions only (Sevilla, a
         # province too, would read as a city).
         self.region_names = [r for r in self.regions if self.gazetteer[folded_words(r)] == "region"]
+        # grammatical gender of the listed professions that have two forms ("enfermera" -> f)
+        self.profession_genders = {fold(form): gender for m, f in self.professions if m != f
+                                   for form, gender in ((m, "m"), (f, "f"))}
+        endings = self.formats.get("profession_endings") or {}
+        # (folded ending, gender or None), longest first: "-ista" (both) before "-a" (f)
+        self.profession_endings = sorted(((fold(str(e)), None if g == "both" else g)
+                                          for g, ends in endings.items() for e in ends or []),
+                                         key=lambda pair: -len(pair[0]))
 
     def __getitem__(self, key: str) -> Any:
         try:
@@ -171,7 +191,7 @@ class Locale:
             cities=read_cities(folder / "cities.tsv"),
             streets=read_list(folder / "streets.txt"),
             organizations={str(k): [str(p) for p in v or []] for k, v in organizations.items()},
-            professions=read_list(folder / "professions.txt"),
+            professions=read_forms(folder / "professions.txt"),
             given_female=read_list(folder / "given_female.txt"),
             given_male=read_list(folder / "given_male.txt"),
             surnames=read_list(folder / "surnames.txt"),

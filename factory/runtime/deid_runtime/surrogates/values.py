@@ -127,8 +127,12 @@ def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | Non
     return rng.choice(locale.organization_patterns(kind)).format(city=city, surname=surname)
 
 
-def profession(rng: random.Random, locale: Locale) -> str:
-    return rng.choice(locale.professions)
+def profession(rng: random.Random, locale: Locale, gender: str | None = None) -> str:
+    """An occupation of the locale's list, in the grammatical gender of the original when it is known."""
+    masculine, feminine = rng.choice(locale.professions)
+    if masculine == feminine or gender in ("m", "f"):
+        return feminine if gender == "f" else masculine
+    return rng.choice((masculine, feminine))
 
 
 def surrogate_for(label: str, shape: dict[str, Any] | None, rng: random.Random, locale: Locale, *,
@@ -162,5 +166,5 @@ def surrogate_for(label: str, shape: dict[str, Any] | None, rng: random.Random, 
     if label == "ORGANIZATION":
         return organization(rng, locale, shape)
     if label == "PROFESSION":
-        return profession(rng, locale)
+        return profession(rng, locale, (shape or {}).get("gender"))
     raise ValueError(f"no surrogate drawn from a shape for label {label}")
