@@ -156,7 +156,10 @@ def run_variant(name: str, train_dir: Path, halves: dict[str, Path], max_epochs:
     shutil.rmtree(root, ignore_errors=True)
     project = root / "languages" / "es"
     shutil.copytree(PROJECT_ROOT / "languages" / "es", project, ignore=shutil.ignore_patterns(*OUTPUTS))
-    shutil.copytree(PROJECT_ROOT / "regex_packs" / "es", root / "regex_packs" / "es")
+    # the files outside languages/es that the project's steps read (../../...: pack, synthetic
+    # corpus, label maps), in the same places
+    for folder in (("regex_packs", "es"), ("corpora", "synth", "es"), ("corpora", "label_maps")):
+        shutil.copytree(PROJECT_ROOT.joinpath(*folder), root.joinpath(*folder))
     overrides = dict(overrides)
     factor = overrides.pop("rows_factor", 1)
     config = render_config("es", **overrides)
