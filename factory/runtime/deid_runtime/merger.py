@@ -160,7 +160,7 @@ def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[s
     "Tain-l'Hermitage" included). Initials: "Dr T. Renaud" is tokenized "T" "." "Renaud"; a PERSON
     span right after such an initial and its period takes them ("M.-A. LE GALL", "J.-B. Roux"),
     except a one-letter courtesy title ("M. Pennec": `title_letters`), which stays outside.
-    Growing a span never frees a token, so this can only redact more."""
+    Growing a span never frees a token; the only tokens it gives back are punctuation at its edges."""
     if label in whole_word:
         while (end + 1 < len(doc) and _attached(doc, end - 1) and doc[end].text in HYPHENS and _attached(doc, end)
                and _word_piece(doc, end + 1)):
