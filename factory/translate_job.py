@@ -163,6 +163,23 @@ def _drop_stale(out_path: Path, digests: dict[str, str]) -> set[str]:
     return {str(d["id"]) for d in keep_kept + keep_dropped}
 
 
+def _drop_earlier_translations(out_path: Path) -> int:
+    """With no route installed, a fresh run translates nothing: the records an earlier run
+    translated (or dropped) with a route that is no longer installed are removed, so a resumed run
+    still equals a fresh one and the build is what its one line says (the native records alone).
+    Returns how many were removed."""
+    _, kept, dropped = _load_done(out_path)
+    native = [d for d in kept if ((d.get("meta") or {}).get("translation") or {}).get("skipped")]
+    removed = len(kept) - len(native) + len(dropped)
+    if removed:
+        log.warning("%s: %d records translated by an earlier run with a route that is no longer installed are removed",
+                    out_path, removed)
+        _write_json_lines(out_path, native)
+        if _dropped_path(out_path).exists():
+            _write_json_lines(_dropped_path(out_path), [])
+    return removed
+
+
 def _write_json_lines(path: Path, rows: list[dict[str, Any]]) -> None:
     write_text_atomic(path, "".join(srsly.json_dumps(row) + "\n" for row in rows))
 
@@ -189,6 +206,7 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
         raise OutputError(out_path, err) from None
     done = _drop_stale(out_path, {r.id: input_digest(r) for r in records})
     todo = [r for r in records if r.id not in done]
+    done_count = len(done)
     if opts.limit is not None:
         todo = todo[:opts.limit]
     report: dict[str, Any] = {"stage": "translate", "input": str(in_path), "output": str(out_path), "source": source, "target": target}
@@ -219,7 +237,11 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
                 if opts.if_no_route == "fail":
                     raise
                 report["translation"] = "skipped (no route installed)"
-                report["skipped_no_route"] = len(todo)
+                earlier = _drop_earlier_translations(out_path)
+                done_count -= earlier
+                report["skipped_no_route"] = len(todo) + earlier
+                if earlier:
+                    report["removed_earlier_translations"] = earlier
                 report["no_route"] = str(err)
                 todo = []
         if todo:
@@ -236,7 +258,7 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
                 "device": opts.device, "beam_size": opts.beam_size, "pivot": opts.pivot, "intra_threads": intra,
                 "allow_network": opts.allow_network, "cluster_hosts": sorted(cluster.network_hosts()),
             })
-    report.update(_summarise(out_path, len(records), len(done)))
+    report.update(_summarise(out_path, len(records), done_count))
     max_drop_rate = opts.max_drop_rate
     if max_drop_rate is not None:
         report["max_drop_rate"] = max_drop_rate

@@ -105,6 +105,27 @@ def test_native_records_pass_through_an_installed_route(argos_home, argos_packag
     assert json.dumps(report)  # the report stays JSON
 
 
+def test_a_run_without_the_route_removes_what_an_earlier_run_translated(argos_home, argos_packages, tmp_path):
+    """An earlier build translated part of the source (interrupted), then the packages were removed
+    and the build run again: its one line says translation was skipped and the build goes on with
+    the native records, so the records translated before must not stay in the corpus as if native."""
+    text = "Paciente Ana Ruiz, ingresa el 3 de marzo."
+    es = [Record(f"es-{i}", "es", text, [Span(9, 17, "PERSON"), Span(30, 40, "DATE")], {}) for i in range(3)]
+    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {"native_synth": True})
+    write_records(tmp_path / "mixed.jsonl", [*es, fr])
+    placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "fr")
+    first = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions(
+        "es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1, progress=False, limit=2))
+    assert first["kept"] + first["repaired"] == 2 and first["route"] == ["es", "en", "fr"]  # 2 of the 3 es records
+    (tmp_path / "none").mkdir()
+    again = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions(
+        "es", "fr", packages_dir=tmp_path / "none", argos_dir=tmp_path / "argos_empty", progress=False, if_no_route="skip"))
+    out = list(read_records(tmp_path / "tr.jsonl"))
+    assert [r.id for r in out] == ["fr-0"]
+    assert again["skipped_no_route"] == 3 and again["removed_earlier_translations"] == 2
+    assert again["kept"] + again["repaired"] == 1 and again["resumed_from"] == 0
+
+
 def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tmp_path):
     """The synthetic corpus of the target language already holds fictitious target-locale values in
     more forms than the surrogate engine draws: the surrogate stage keeps them as written, and
