@@ -112,6 +112,46 @@ def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
     _check_offline_and_no_phi_logged(project, printed + out, env, attempts, prefix)
 
 
+# Fictitious unlabeled notes (written for this test): the pipeline labels them, no annotation is read.
+UNLABELED_NOTES = [
+    "Paciente Rosendo Albarracín Quesada, de 58 años, ingresa el 14/02/2023 en el Hospital de Cabueñes.",
+    "Mujer de 71 años remitida desde su centro de salud de La Calzada. Vive en Gijón con su hija Begoña.",
+    "Varón de 45 años, NHC 4471902, con dolor torácico. Teléfono de contacto 985 332 147.",
+    "Firmado: Dra. Leire Etxeberria Sanz, Servicio de Medicina Interna, Hospital de Basurto, Bilbao.",
+    "El 03/05/2022 acude a urgencias del Hospital Clínico de Valladolid por fiebre de tres días.",
+    "Antecedentes: vive sola en Calle Mayor 12, 2.º B, 28013 Madrid. Trabaja como estibadora.",
+]
+
+
+def test_small_es_build_selftrain_from_unlabeled_notes(tmp_path):
+    """`spacy project run build-selftrain es --vars.unlabeled_path FOLDER`, offline: the pipeline labels
+    the notes, one round retrains on them, the report counts them, the pseudo-labelled corpus stays in
+    the project's corpus folder, the wheel is built, and no text of the notes is printed or reported
+    (the unit tests of tests/test_selftrain.py show that a retrained model uses the pseudo-labels)."""
+    project = _copy_project("es", tmp_path)
+    notes = tmp_path / "unlabeled"
+    notes.mkdir()
+    for i, text in enumerate(UNLABELED_NOTES):
+        (notes / f"note{i}.txt").write_text(text + "\n", encoding="utf-8")
+    site = tmp_path / "site"
+    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
+    printed = _weasel(["build-selftrain", str(project), *SMALL, "--vars.unlabeled_path", str(notes),
+                       "--vars.selftrain_rounds", "1"], cwd=tmp_path, env=env, prefix=prefix)
+    _check_build(project, "es")
+    report = json.loads((project / "training" / "selftrain" / "selftrain_report.json").read_text())
+    assert report["unlabeled"]["notes"] == len(UNLABELED_NOTES), report["unlabeled"]
+    assert len(report["rounds"]) == 1 and report["rounds"][0]["notes_labelled"] == len(UNLABELED_NOTES)
+    assert (project / "corpus" / "selftrain" / "round-1" / "pseudo.spacy").is_file()
+    assert (project / "training" / "pipeline" / "config.cfg").is_file()
+    _check_offline_and_no_phi_logged(project, printed, env, attempts, prefix)
+    written = [printed] + [p.read_text(encoding="utf-8", errors="replace")
+                           for p in (project / "training" / "selftrain").rglob("*.json")]
+    for note in UNLABELED_NOTES:
+        for phi in ("Albarracín", "Etxeberria", "4471902", "985 332 147", "Cabueñes", "Calle Mayor 12"):
+            if phi in note:
+                assert not any(phi in text for text in written), phi
+
+
 def test_small_fr_build_through_the_pivot(tmp_path):
     project = _copy_project("fr", tmp_path)
     argos = project / "assets" / "argos"
