@@ -49,6 +49,11 @@ Shape, from the span and the few characters before it on its line (several may h
   digits            at least `digits_min_share` of its non-space characters are digits
   eponym            starts uppercase and follows a disease word and optional connective
                     ("enfermedad de", "maladie de", "Morbus"), or is followed by "'s disease"
+  unit              a quantity: the span ends with a unit ("93%", "945 mg/24h") or a unit follows
+                    it ("7200 UI", "68 %"), a unit being one of `units`
+  drug              a word of the span ends with a drug-name stem of `drug_stems` ("-prazol",
+                    "-mab", "-statina"), or a dose (a number and a unit) follows it within
+                    `dose_window_chars`
   other             none of the above (e.g. lowercase words)
 
 The words (titles, signature markers, disease words, connectives) and thresholds are data, in
@@ -81,11 +86,11 @@ log = logging.getLogger(__name__)
 CATEGORIES_FILE = Path(__file__).resolve().parent / "templates" / "errors.yml"
 KINDS = ("missed", "partial", "wrong_label", "false_positive")
 POSITIONS = ("signature", "table", "list", "header_field", "narrative")
-SHAPES = ("title_name", "initials", "all_caps", "capitalised_term", "digits", "eponym", "other")
-WORD_LISTS = ("titles", "signature_markers", "disease_words", "connectives")
+SHAPES = ("title_name", "initials", "all_caps", "capitalised_term", "digits", "eponym", "unit", "drug", "other")
+WORD_LISTS = ("titles", "signature_markers", "disease_words", "connectives", "units", "drug_stems")
 DEFAULT_RULES = {"signature_last_lines": 3, "signature_min_lines": 8, "signature_line_max_words": 12,
                  "header_label_max_words": 4, "header_label_max_chars": 40, "header_value_max_chars": 40,
-                 "digits_min_share": 0.5, "title_window_chars": 20}
+                 "digits_min_share": 0.5, "title_window_chars": 20, "dose_window_chars": 4}
 
 _BULLET = re.compile(r"\s*(?:[-*•·–—]|\d{1,3}[.)]|[A-Za-z]\))\s+")
 _BULLET_CHARS = " \t-*•·–—"
@@ -108,6 +113,8 @@ class ContextRules:
     signature_markers: list[str] = field(default_factory=list)
     disease_words: list[str] = field(default_factory=list)
     connectives: list[str] = field(default_factory=list)
+    units: list[str] = field(default_factory=list)
+    drug_stems: list[str] = field(default_factory=list)
     rules: dict = field(default_factory=lambda: dict(DEFAULT_RULES))
 
     def __post_init__(self) -> None:
@@ -126,6 +133,15 @@ class ContextRules:
             tail = rf"(?:\s+(?:{connectives})|\s+)" if connectives else r"\s+"
             self._eponym_before = re.compile(rf"(?<!\w)(?:{diseases}){tail}$", re.IGNORECASE)
             self._eponym_after = re.compile(rf"(?:['’]s)?\s+(?:{diseases})(?!\w)", re.IGNORECASE)
+        self._unit_end = self._unit_after = self._dose_after = None
+        if self.units:
+            # units are case-sensitive ("mg", "UI", "L"); one must not run on into a word ("mg" of "mgr")
+            units = "|".join(re.escape(u) for u in sorted(set(self.units), key=len, reverse=True))
+            self._unit_end = re.compile(rf"\d\s*(?:{units})$")
+            self._unit_after = re.compile(rf"\s?(?:{units})(?![^\W\d_])")
+            self._dose_after = re.compile(rf"\d+(?:[.,]\d+)?\s?(?:{units})(?![^\W\d_])")
+        stems = sorted({s.casefold() for s in self.drug_stems}, key=len, reverse=True)
+        self._drug_stems = tuple(stems)
 
 
 def load_context_rules(lang: str | None = None, path: str | Path | None = None) -> ContextRules:
@@ -261,6 +277,17 @@ def shape_categories(lines: _Lines, start: int, end: int, rules: ContextRules) -
         wide = text[max(line_start, start - 40):start]
         if rules._eponym_before.search(wide) or rules._eponym_after.match(text, end):
             shapes.append("eponym")
+    ends_in_digit = bool(span) and span[-1].isdigit()
+    if rules._unit_end is not None and (rules._unit_end.search(span) or (ends_in_digit and rules._unit_after.match(text, end))):
+        shapes.append("unit")
+    stem_word = bool(rules._drug_stems) and any(w.casefold().endswith(rules._drug_stems) for w in _LETTER_WORD.findall(span))
+    dose = None
+    if rules._dose_after is not None and letters and not ends_in_digit:  # a word followed by "40 mg"
+        window = int(r["dose_window_chars"])
+        dose = rules._dose_after.search(text, end, end + window + 16)
+        dose = dose if dose is not None and dose.start() - end <= window else None
+    if stem_word or dose is not None:
+        shapes.append("drug")
     return shapes or ["other"]
 
 
@@ -454,7 +481,7 @@ def errors_command(
     """Error analysis: misses and false positives by label and context category, as counts and offsets.
 
     Categories: position (header_field, list, signature, table, narrative) and shape (title_name,
-    initials, all_caps, capitalised_term, digits, eponym). No span text is printed, logged or
+    initials, all_caps, capitalised_term, digits, eponym, unit, drug). No span text is printed, logged or
     written, unless --with-text puts it into errors.json, which then CONTAINS PHI."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:

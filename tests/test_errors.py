@@ -176,6 +176,13 @@ def test_categories_of_specific_errors(errors_nlp):
     ("fr", "Suspicion de maladie d'Alzheimer.", "Alzheimer", "narrative", "eponym", True),
     ("es", "MARTÍNEZ acude solo.", "MARTÍNEZ", "narrative", "all_caps", True),
     ("es", "acude con pareja", "pareja", "narrative", "other", True),
+    ("es", "Saturación basal del 93% en reposo.", "93%", "narrative", "unit", True),
+    ("es", "Recibe 7200 UI de heparina.", "7200", "narrative", "unit", True),
+    ("es", "NHC 4471902 del paciente.", "4471902", "narrative", "unit", False),
+    ("es", "Sigue con omeprazol desde enero.", "omeprazol", "narrative", "drug", True),
+    ("es", "Se inicia Sintrom 4 mg al día.", "Sintrom", "narrative", "drug", True),    # a dose follows
+    ("es", "Lo acompaña Sinforoso al alta.", "Sinforoso", "narrative", "drug", False),
+    ("fr", "Sous atorvastatine depuis 2019.", "atorvastatine", "narrative", "drug", True),
 ])
 def test_position_and_shape_rules(lang, text, needle, position, shape, present):
     rules = load_context_rules(lang)
