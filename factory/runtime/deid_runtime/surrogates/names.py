@@ -245,16 +245,18 @@ class PersonWords:
     def _coin(self, word: str) -> str:
         return self.draw_rng("sex\x00" + word).choice("fm")
 
+    def _is_name_word(self, folded: str) -> bool:
+        return (folded,) not in self.titles and not folded.isdigit() and folded not in self.particles
+
     def _name_words(self, mention: str) -> list[str]:
-        return [w for w in folded_words(mention) if (w,) not in self.titles and not w.isdigit() and w not in self.particles]
+        return [w for w in folded_words(mention) if self._is_name_word(w)]
 
     def _surnames_by_capitals(self, mention: str) -> list[tuple[str, str]]:
         """Roles from casing when a mention mixes words in capitals with other words: French (and
         many hospitals') usage writes the surname in capitals, before or after the given name
         ("LE GOFF Maëlle", "Jean-Pierre MARTIN"), so word order alone would swap the roles. Empty
         when the casing does not tell (all capitals, no capitals)."""
-        kept = set(self._name_words(mention))
-        words = [(fold(w), w.isupper()) for w in _WORD.findall(mention) if len(w) > 1 and fold(w) in kept]
+        words = [(fold(w), w.isupper()) for w in _WORD.findall(mention) if len(w) > 1 and self._is_name_word(fold(w))]
         if not any(upper for _, upper in words) or all(upper for _, upper in words):
             return []
         return [(w, "surname" if upper else "given") for w, upper in words]
