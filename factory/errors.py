@@ -139,7 +139,9 @@ class ContextRules:
             units = "|".join(re.escape(u) for u in sorted(set(self.units), key=len, reverse=True))
             self._unit_end = re.compile(rf"\d\s*(?:{units})$")
             self._unit_after = re.compile(rf"\s?(?:{units})(?![^\W\d_])")
-            self._dose_after = re.compile(rf"\d+(?:[.,]\d+)?\s?(?:{units})(?![^\W\d_])")
+            # a dose starting at most dose_window_chars after the word ("Sintrom 4 mg", "omeprazol, 20 mg")
+            window = int(self.rules["dose_window_chars"])
+            self._dose_after = re.compile(rf".{{0,{window}}}?\d+(?:[.,]\d+)?\s?(?:{units})(?![^\W\d_])", re.DOTALL)
         stems = sorted({s.casefold() for s in self.drug_stems}, key=len, reverse=True)
         self._drug_stems = tuple(stems)
 
@@ -281,12 +283,8 @@ def shape_categories(lines: _Lines, start: int, end: int, rules: ContextRules) -
     if rules._unit_end is not None and (rules._unit_end.search(span) or (ends_in_digit and rules._unit_after.match(text, end))):
         shapes.append("unit")
     stem_word = bool(rules._drug_stems) and any(w.casefold().endswith(rules._drug_stems) for w in _LETTER_WORD.findall(span))
-    dose = None
-    if rules._dose_after is not None and letters and not ends_in_digit:  # a word followed by "40 mg"
-        window = int(r["dose_window_chars"])
-        dose = rules._dose_after.search(text, end, end + window + 16)
-        dose = dose if dose is not None and dose.start() - end <= window else None
-    if stem_word or dose is not None:
+    dosed = rules._dose_after is not None and letters and not ends_in_digit and rules._dose_after.match(text, end)
+    if stem_word or dosed:
         shapes.append("drug")
     return shapes or ["other"]
 
