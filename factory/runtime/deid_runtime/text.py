@@ -19,13 +19,54 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
+# A bracket at an edge of a span stays when its partner is inside the span and the pair does not
+# wrap the whole span: "(+34) 913 748 402" keeps its "(", "Hospital (HUCA)" its ")", "(Madrid)" loses both.
+_PARTNERS = {"(": ")", "[": "]"}
+_CLOSING = {v: k for k, v in _PARTNERS.items()}
+
+
 def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
-    """Shrink [start, end) so it neither starts nor ends with a character of BOUNDARY_CHARS."""
-    while start < end and text[start] in BOUNDARY_CHARS:
+    """Shrink [start, end) so it neither starts nor ends with a character of BOUNDARY_CHARS, except
+    a bracket whose partner is inside the span ("(+34) 913 748 402": the annotation conventions of
+    every corpus and the regex packs keep it). Each pass looks each partner up once per side, not at
+    every step (a match may end in thousands of brackets, tests/test_regex_properties.py); a new
+    pass runs only when the other side moved (" (Madrid) ": the spaces go, then the wrapping pair)."""
+    while True:
+        before = (start, end)
+        start = _trim_start(text, start, end)
+        end = _trim_end(text, start, end)
+        if (start, end) == before:
+            return start, end
+
+
+def _trim_start(text: str, start: int, end: int) -> int:
+    partner_at: dict[str, int] = {}  # opening bracket -> the last index of its partner before the last character
+    while start < end:
+        ch = text[start]
+        if ch in _PARTNERS:
+            if ch not in partner_at:
+                partner_at[ch] = text.rfind(_PARTNERS[ch], start + 1, end - 1)
+            if partner_at[ch] > start:
+                break
+        if ch not in BOUNDARY_CHARS:
+            break
         start += 1
-    while end > start and text[end - 1] in BOUNDARY_CHARS:
+    return start
+
+
+def _trim_end(text: str, start: int, end: int) -> int:
+    partner_at: dict[str, int] = {}  # closing bracket -> the first index of its partner after the first character
+    while end > start:
+        ch = text[end - 1]
+        if ch in _CLOSING:
+            if ch not in partner_at:
+                partner_at[ch] = text.find(_CLOSING[ch], start + 1, end)
+            if 0 <= partner_at[ch] < end - 1:
+                break
+        if ch not in BOUNDARY_CHARS:
+            break
         end -= 1
-    return start, end
+    return end
 
 
 def replace_spans(text: str, spans: Sequence[tuple[int, int]], replacements: Sequence[str],
