@@ -36,6 +36,7 @@ from typing import Iterator
 
 import typer
 
+from .logs import setup_command_logging
 from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic, writes_to
 from .selftrain import SelfTrainError, read_unlabeled
 from .train import OBJECTIVE, _gpu_available
@@ -208,7 +209,7 @@ def pretrain_command(
 ) -> None:
     """Pretrain the tok2vec on unlabeled notes (spaCy pretrain, character objective) for `train --init-tok2vec`.
     Reports counts, losses and seconds, no text."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_command_logging()
     if notes in ("", "-"):
         typer.echo("error: no unlabeled notes given (pretrain_path '-'): pass a .txt/.jsonl file or a folder "
                    "(spacy project run ... --vars.pretrain_path /path/to/notes)", err=True)

@@ -52,6 +52,7 @@ import srsly
 import typer
 import yaml
 
+from .logs import setup_command_logging
 from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -573,7 +574,7 @@ def selftrain_command(
     from .package import PackageError, assemble_pipeline, set_recall_bias
     from .train import TrainError
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_command_logging()
     try:
         if unlabeled in ("", "-"):
             # no notes: the build's pipeline stays as trained (assembled here when given a model)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import srsly
 import typer
 
+from .logs import setup_command_logging
 from .records import DOCBIN_ERRORS, OutputError, json_objects, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
@@ -84,14 +84,41 @@ def docbin_lengths(path: str | Path) -> list[int]:
 
 def steps_per_epoch(lengths: list[int]) -> int:
     """Steps of the first epoch under the config's batcher (compounding batch size, by words)."""
-    size, steps, acc = _BATCH_START, 0, 0
-    for n in lengths:
-        acc += n
-        if acc >= size:
+    return epoch_steps(lengths, 1)[0]
+
+
+def epoch_steps(lengths: list[int], epochs: int) -> list[int]:
+    """Steps of each of `epochs` epochs under the config's batcher. The batch size compounds from
+    100 to 1000 words over the whole run, not per epoch, so the first epoch takes about three times
+    the steps of the later ones (800 synthetic notes: 746, then ~245): an evaluation every
+    first-epoch's steps would come every third epoch later on (the log's epoch column jumped 5, 7,
+    10) and a patience of 5 "epochs" would last ~15."""
+    size, counts = _BATCH_START, []
+    for _ in range(max(0, epochs)):
+        steps, acc = 0, 0
+        for n in lengths:
+            acc += n
+            if acc >= size:
+                steps += 1
+                acc = 0
+                size = min(_BATCH_STOP, size * _BATCH_COMPOUND)
+        if acc:  # the epoch's last, short batch
             steps += 1
-            acc = 0
             size = min(_BATCH_STOP, size * _BATCH_COMPOUND)
-    return steps + (1 if acc else 0)
+        counts.append(steps)
+    return counts
+
+
+def training_schedule(lengths: list[int], max_epochs: int, patience: int, eval_per_epoch: int = 1) -> dict[str, int]:
+    """spaCy's step-based eval_frequency and patience for epoch-based settings. Both count by the
+    shortest epoch, the ones after the batch size has grown: every epoch then holds at least
+    `eval_per_epoch` evaluations (the log's epoch column never skips one), and the patience never
+    lasts longer than `patience` epochs."""
+    steps = epoch_steps(lengths, max(1, max_epochs))
+    per_epoch = max(1, min(steps))
+    return {"first_epoch": max(1, steps[0]), "per_epoch": per_epoch,
+            "eval_frequency": max(1, per_epoch // max(1, eval_per_epoch)),
+            "patience_steps": int(max(1, patience) * per_epoch)}
 
 
 def _gpu_available(gpu_id: int) -> bool:
@@ -178,8 +205,8 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         raise TrainError(f"{train_path}: no training documents")
     if not dev_lengths:
         raise TrainError(f"{dev_path}: no development documents")
-    per_epoch = max(1, steps_per_epoch(lengths))
-    eval_frequency = max(1, math.ceil(per_epoch / max(1, eval_per_epoch)))
+    plan = training_schedule(lengths, max_epochs, patience, eval_per_epoch)
+    first_epoch, per_epoch, eval_frequency = plan["first_epoch"], plan["per_epoch"], plan["eval_frequency"]
     use_gpu = gpu_id if _gpu_available(gpu_id) else -1
     if gpu_id >= 0 and use_gpu < 0:
         log.warning("GPU %d requested but not usable (cupy/CUDA missing): training on CPU", gpu_id)
@@ -205,7 +232,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "training.max_steps": 0,
         "training.eval_frequency": int(eval_frequency),
         # patience in epochs -> steps; spaCy stops when the best score is this many steps old
-        "training.patience": int(max(1, patience) * per_epoch),
+        "training.patience": plan["patience_steps"],
         "training.logger.output_file": str(staging / log_file.name),
         "training.logger.progress_bar": None,
     }
@@ -225,9 +252,10 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         if init not in ("", "blank", None) or vectors:
             raise TrainError("init_tok2vec needs init 'blank' and no vectors: the weights are those of the config's own tok2vec")
         overrides.update(init_tok2vec_overrides(init_tok2vec))
-    log.info("training: %d docs, %d tokens, ~%d steps/epoch, eval every %d steps, max %d epochs, patience %d epochs, %s",
-             len(lengths), sum(lengths), per_epoch, eval_frequency, max_epochs, patience,
-             f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
+    log.info("training: %d docs, %d tokens, %d steps in the first epoch and ~%d in each later one (the batch grows "
+             "from %d to %d words), eval every %d steps, max %d epochs, patience %d epochs (%d steps), %s",
+             len(lengths), sum(lengths), first_epoch, per_epoch, _BATCH_START, _BATCH_STOP, eval_frequency, max_epochs,
+             patience, plan["patience_steps"], f"GPU {use_gpu}" if use_gpu >= 0 else "CPU")
     t0 = time.perf_counter()
     try:
         with writes_to(out_dir):
@@ -242,6 +270,7 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
         "train_docs": len(lengths),
         "train_tokens": sum(lengths),
         "dev_docs": len(dev_lengths),
+        "steps_first_epoch": first_epoch,
         "steps_per_epoch": per_epoch,
         "eval_frequency": eval_frequency,
         "max_epochs": max_epochs,
@@ -315,7 +344,7 @@ def train_command(
     init_tok2vec: str = typer.Option("", "--init-tok2vec", help="Pretrained tok2vec weights (`factory pretrain`: tok2vec.bin); '' none"),
 ) -> None:
     """Train the deid NER of one language with spaCy (CNN tok2vec + the config's NER)."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    setup_command_logging()
     try:
         summary = train_model(train, dev, config, out, gpu_id=gpu_id, max_epochs=max_epochs,
                               patience=patience, init=init, seed=seed, vectors=vectors, init_tok2vec=init_tok2vec)
