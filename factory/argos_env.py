@@ -230,16 +230,18 @@ def pivot_of(target: str) -> str:
 
 
 def missing_route_message(source: str, target: str, pivot: str, pairs: set[tuple[str, str]], packages_dir) -> str:
+    """What is missing and the offline way to add it: the .argosmodel files into the language's
+    assets/argos/ folder (the build's --packages-dir). The online ways come last, as such."""
     needed = [(source, target)] if source == pivot or target == pivot else [(source, pivot), (pivot, target)]
     missing = [f"translate-{a}_{b}" for a, b in needed if (a, b) not in pairs]
     where = f" (none found in {packages_dir})" if packages_dir else ""
     return (
-        f"no Argos route {source} -> {target}: install translate-{source}_{target}, or the pivot pair "
-        f"{' + '.join(missing) or f'translate-{source}_{pivot} + translate-{pivot}_{target}'}{where}. "
-        f"Put the .argosmodel files in a folder and pass --packages-dir FOLDER "
-        f"(`spacy project assets languages/{target}` fetches them on a machine that is online, "
-        f"or `argospm install translate-{source}_{pivot}`, or pass --download on a machine that is online); "
-        f"without --download this command never downloads anything."
+        f"no Argos route {source} -> {target}{where}: it needs translate-{source}_{target}.argosmodel, or the pivot pair "
+        f"{' + '.join(f'{m}.argosmodel' for m in missing) or f'translate-{source}_{pivot} + translate-{pivot}_{target}'}. "
+        f"Offline: copy the .argosmodel files into languages/{target}/assets/argos/ (the build's packages folder; "
+        f"`factory translate --packages-dir FOLDER` for another folder). On a machine that is online, "
+        f"`spacy project assets languages/{target}` downloads them into that folder; this command never downloads "
+        f"anything unless given --download."
     )
 
 

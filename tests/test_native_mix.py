@@ -81,6 +81,9 @@ def test_translate_cli_says_in_one_line_that_translation_was_skipped(tmp_path):
     assert result.exit_code == 0, result.output
     lines = [l for l in result.output.splitlines() if l.startswith("translation skipped")]
     assert len(lines) == 1 and "4 fr records not used" in lines[0] and ".argosmodel" in lines[0]
+    # the offline way first (a folder of files), never an online package manager as the advice
+    assert "languages/es/assets/argos/" in lines[0] and "argospm" not in lines[0]
+    assert lines[0].index("Offline:") < lines[0].index("online")
     # nothing native to fall back on: a clear failure, not an empty model
     write_records(tmp_path / "only_fr.jsonl", [r for r in read_records(tmp_path / "ph.jsonl") if r.lang == "fr"])
     args[1], args[2] = str(tmp_path / "only_fr.jsonl"), str(tmp_path / "tr2.jsonl")
