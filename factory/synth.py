@@ -186,10 +186,14 @@ class SynthData:
                 known.add(event)
 
     def _check_ids(self) -> None:
+        from deid_runtime import ids
+
         probe = random.Random(0)
         for name, spec in (self.formats.get("ids") or {}).items():
             if not isinstance(spec, dict) or not spec.get("kind") or not spec.get("layouts"):
                 raise self._fail("formats.yml", f"id {name!r}", "needs a `kind` and `layouts`")
+            if spec["kind"] == SHAPE and spec.get("role") not in ids.ROLES:
+                raise self._fail("formats.yml", f"id {name!r}", f"a shape needs a `role`: one of {', '.join(ids.ROLES)}")
             for layout in spec["layouts"]:
                 try:
                     _id_value(spec["kind"], [layout], probe)
@@ -306,6 +310,15 @@ def _missing_fields(data: SynthData, list_name: str, fields: Sequence[str]) -> s
 
 # ----------------------------------------------------------------------------- identifiers
 SHAPE = "shape"  # the identifier kind of codes without check digits
+
+
+def _id_role(spec: dict) -> str:
+    """What an identifier of formats.yml `ids` identifies (deid_runtime.ids.ROLES), written on its
+    span (`role`): the surrogate stage draws the target's identifier for that role. A shape says it
+    (`role:`); a registry identifier has its own (its module's `role`)."""
+    from deid_runtime import ids
+
+    return spec.get("role") or ids.get(spec["kind"]).role
 
 
 def _id_value(kind: str, layouts: Sequence[str], rng: random.Random) -> str:
@@ -657,7 +670,8 @@ class Note:
     def make_id(self, name: str, spec: dict, args: list[str]) -> Piece:
         """`{id.<name>}`: an identifier of formats.yml `ids`; its name is the span's `kind`."""
         ident = self.fmt["ids"][args[0]]
-        return self._once(f"{name}.{args[0]}", spec, lambda: self._value(spec, _id_value(ident["kind"], ident["layouts"], self.rng), kind=args[0]))
+        return self._once(f"{name}.{args[0]}", spec, lambda: Piece(
+            _id_value(ident["kind"], ident["layouts"], self.rng), spec.get("label"), {"kind": args[0], "role": _id_role(ident)}))
 
     @maker("email", settings=("person", "domains"), lists=("domains",), check=_check_email)
     def make_email(self, name: str, spec: dict, args: list[str]) -> Piece:

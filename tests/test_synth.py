@@ -212,7 +212,7 @@ date_formats:
 age_formats: ["{n} ans"]
 phone_formats: ["0# ## ## ## ##"]
 ids:
-  ipp: {kind: shape, layouts: ["########"]}
+  ipp: {kind: shape, role: record, layouts: ["########"]}
 """,
     "slots.yml": """
 slots:

@@ -29,9 +29,9 @@ from typing import Iterable
 
 from stdnum import iban as std_iban
 
-from .core import ROLES, Identifier, get, keys, layout, layout_of, strip_separators
+from .core import DEFAULT_ROLE, ROLES, Identifier, get, keys, layout, layout_of, strip_separators
 
-__all__ = ["ROLES", "Identifier", "get", "keys", "layout", "layout_of", "strip_separators", "identify",
+__all__ = ["DEFAULT_ROLE", "ROLES", "Identifier", "get", "keys", "layout", "layout_of", "strip_separators", "identify",
            "surrogate_like", "iban_is_valid", "country_modules", "discover"]
 
 # The modules of this package that are no country: what every identifier shares.
