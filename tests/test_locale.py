@@ -203,6 +203,9 @@ def test_the_stages_find_a_locale_s_files_through_locale(tmp_path, monkeypatch):
     settings = root / "languages" / "xx" / "locale.yml"
     settings.write_text(settings.read_text(encoding="utf-8").replace("regex_pack: xx", "regex_pack: shared"), encoding="utf-8")
     shutil.copytree(Locale.load("fr").pack_dir, root / "regex_packs" / "shared")
+    # the French pack splices the titles of the file its pack.yml names (the French locale's)
+    (root / "languages" / "fr" / "surrogate_data").mkdir(parents=True)
+    shutil.copy(Locale.load("fr").titles_file, root / "languages" / "fr" / "surrogate_data")
     (root / "languages" / "yy").mkdir()  # a locale folder without a locale.yml (yet)
     (root / "languages" / "yy" / "placeholders.yml").write_text("candidates:\n  PERSON: [Zorblax]\n", encoding="utf-8")
     monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
