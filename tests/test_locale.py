@@ -123,13 +123,13 @@ def test_only_factory_locale_opens_locale_yml():
 
 
 # Where a path into a locale's folders may be built by hand: factory/locale.py (the Locale object),
-# render.py (it renders those folders' projects), and, in packs.py, the new-locale scaffold (which
-# writes a locale that has no locale.yml yet).
+# render.py (it renders those folders' projects), and, in new_locale.py, the scaffold (which writes
+# a locale that has no locale.yml yet).
 LOCALE_FOLDER_FUNCTIONS = ("languages_dir", "packs_dir", "synth_dir")
 LOCALE_FOLDER_NAMES = ("languages", "regex_packs", "synth")
 LOCALE_FILES = ("locale.yml", "silver.yml", "placeholders.yml", "surrogates.yml")
 ALLOWED_PATH_BUILDERS = {"locale.py": None, "render.py": None,
-                         "packs.py": {"scaffold_locale", "STARTER_CONCERNS"}}
+                         "new_locale.py": {"scaffold_locale", "STARTER_CONCERNS"}}
 
 
 def _top_level_name(node: ast.stmt) -> str:
@@ -181,7 +181,7 @@ def test_only_factory_locale_builds_paths_into_the_locale_folders():
     # the check sees what it looks for
     seen = {what for _, _, what in _locale_path_builders(ast.parse((FACTORY / "locale.py").read_text(encoding="utf-8")))}
     assert {"languages_dir()", "packs_dir()", "/ 'languages'", "/ 'regex_packs'", "/ 'synth'"} <= seen
-    scaffold = _locale_path_builders(ast.parse((FACTORY / "packs.py").read_text(encoding="utf-8")))
+    scaffold = _locale_path_builders(ast.parse((FACTORY / "new_locale.py").read_text(encoding="utf-8")))
     assert {"packs_dir()", "synth_dir()", "'silver.yml'"} <= {what for _, _, what in scaffold}
     tree = ast.parse('X = ROOT / "languages" / lc / "silver.yml"\ndef f(lc):\n    return glob("*/placeholders.yml"), packs_dir(r)\n')
     assert sorted((w, what) for w, _, what in _locale_path_builders(tree)) == [
