@@ -39,11 +39,6 @@ from .records import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
-LANGUAGE_NAMES = {
-    "es": "Spanish", "en": "English", "fr": "French", "de": "German", "it": "Italian",
-    "pt": "Portuguese", "nl": "Dutch", "ca": "Catalan",
-}
-
 # Logit given to the copied token; large enough that beam search never prefers anything else.
 _COPY_LOGIT = 20.0
 # Weight on the SPARE column of the lossy rows: 3x their largest real weight (see build_copy_model).
@@ -61,13 +56,32 @@ class LossySpec:
 
 
 def _default_sentences(from_code: str) -> list[str]:
-    """A few neutral sentences so a tokenizer can be trained when the caller gives none."""
+    """A few neutral sentences so a tokenizer can be trained when the caller gives none
+    (corpora/argos_testkit/sentences.txt, which the factory ships)."""
     from . import PROJECT_ROOT
 
     path = PROJECT_ROOT / "corpora" / "argos_testkit" / "sentences.txt"
-    if path.exists():
-        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
-    return ["The patient was seen today.", "El paciente fue visto hoy.", "Le patient a été vu aujourd'hui."]
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the copy models' default sentences are missing; pass `sentences`")
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
+
+
+def language_of(code: str) -> tuple[str, str]:
+    """(name, spaCy language) of a language code, as its locale says (languages/<code>/locale.yml:
+    `name`, `spacy_lang`); a code the project has no locale of keeps the code as its name and gets
+    spaCy's own blank language when spaCy has one, else the multi-language one ("xx")."""
+    import spacy
+
+    from .locale import Locale
+
+    locale = Locale.find(code)
+    if locale is not None:
+        return str(locale.get("name") or code), str(locale.get("spacy_lang") or code)
+    try:
+        spacy.util.get_lang_class(code)
+    except ImportError:
+        return code, "xx"
+    return code, code
 
 
 def train_sentencepiece(sentences: Sequence[str], out_prefix: Path, vocab_size: int = 400, user_symbols: Iterable[str] = ()) -> Path:
@@ -239,15 +253,15 @@ def build_package(
         lossy = LossySpec(tuple(lossy_tokens), lossy_from_position) if lossy_tokens else None
         build_copy_model(vocab, pkg / "model", max_positions=max_positions, lossy=lossy)
         # A blank pipeline without sentencizer: with ARGOS_CHUNK_TYPE=SPACY Argos loads it and adds its own.
-        lang = from_code if from_code in LANGUAGE_NAMES else "xx"
+        (from_name, lang), (to_name, _) = language_of(from_code), language_of(to_code)
         spacy.blank(lang).to_disk(pkg / "spacy")
         metadata = {
             "package_version": package_version,
             "argos_version": "1.9",
             "from_code": from_code,
-            "from_name": LANGUAGE_NAMES.get(from_code, from_code),
+            "from_name": from_name,
             "to_code": to_code,
-            "to_name": LANGUAGE_NAMES.get(to_code, to_code),
+            "to_name": to_name,
             "type": "translate",
             "links": [],
         }

@@ -105,7 +105,8 @@ from .redact_cli import redact_command  # noqa: E402
 app.command("redact", rich_help_panel=USE)(redact_command)
 
 # ------------------------------------------------------------------ locales, packs, project files
-from .packs import new_locale_command, pack_test_command, scan_command  # noqa: E402
+from .new_locale import new_locale_command  # noqa: E402
+from .packs import pack_test_command, scan_command  # noqa: E402
 from .render import render_projects_command  # noqa: E402
 
 app.command("new-locale", rich_help_panel=LOCALES)(new_locale_command)

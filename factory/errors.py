@@ -26,7 +26,8 @@ that holds, in this order) and one or more *shapes*.
 Position, from the line the span starts on:
   signature     the line is one of the last `signature_last_lines` non-empty lines of a document
                 of at least `signature_min_lines` non-empty lines; or the line (after any bullet)
-                starts with a signature marker ("Firmado", "Fdo.", "Dr.", ...) and has at most
+                starts with a signature marker ("Firmado", "Fdo.", or a title of the locale's
+                `signature_titles` groups: "Dr.", ...) and has at most
                 `signature_line_max_words` words; or the previous non-empty line is a marker alone
                 ("Firmado:")
   table         the line has a tab between words, or two or more runs of 2+ spaces between words
@@ -39,8 +40,8 @@ Position, from the line the span starts on:
   narrative     anything else (prose)
 
 Shape, from the span and the few characters before it on its line (several may hold):
-  title_name        preceded by a title (Dr., Dra., Sr., Doña, Mme, M., Mr, Mrs...; within
-                    `title_window_chars`), or starting with one
+  title_name        preceded by one of the locale's titles (its titles.yml: "Dr.", "Mme"...;
+                    within `title_window_chars`), or starting with one
   initials          a word of the span is one or more single uppercase letters each followed by a
                     dot ("J.", "J.R.")
   all_caps          every letter is uppercase and some word has 2+ letters ("GARCÍA", "INFORME")
@@ -56,9 +57,12 @@ Shape, from the span and the few characters before it on its line (several may h
                     `dose_window_chars`
   other             none of the above (e.g. lowercase words)
 
-The words (titles, signature markers, disease words, connectives) and thresholds are data, in
-factory/templates/errors.yml: a generic list for every language plus per-language additions, chosen
-by the pipeline's language (or --lang). `--categories FILE` reads another file of that layout.
+The words and thresholds are data, for the pipeline's language (or --lang): the generic lists and
+the thresholds of factory/templates/errors.yml (what belongs to no language: units, the WHO's
+drug-name stems), plus the locale's own words, read through its Locale: languages/<lc>/errors.yml
+(signature markers, the title groups that open a signature line, disease words, connectives, drug
+stems) and its titles (languages/<lc>/surrogate_data/titles.yml). `--categories FILE` reads another
+file in place of factory/templates/errors.yml (its `generic` lists are added to every language's).
 
 Output in OUT: errors.json (counts by kind, label, position, shape and (kind, label, category),
 label confusions, and one entry per error: record id, start, end, label, kind, position, shapes)
@@ -88,6 +92,8 @@ KINDS = ("missed", "partial", "wrong_label", "false_positive")
 POSITIONS = ("signature", "table", "list", "header_field", "narrative")
 SHAPES = ("title_name", "initials", "all_caps", "capitalised_term", "digits", "eponym", "unit", "drug", "other")
 WORD_LISTS = ("titles", "signature_markers", "disease_words", "connectives", "units", "drug_stems")
+LOCALE_FILE = "errors"  # languages/<lc>/errors.yml: a locale's own words (Locale.read)
+SIGNATURE_TITLES = "signature_titles"  # in it: the groups of the locale's titles that open a signature line
 DEFAULT_RULES = {"signature_last_lines": 3, "signature_min_lines": 8, "signature_line_max_words": 12,
                  "header_label_max_words": 4, "header_label_max_chars": 40, "header_value_max_chars": 40,
                  "digits_min_share": 0.5, "title_window_chars": 20, "dose_window_chars": 4}
@@ -146,25 +152,55 @@ class ContextRules:
         self._drug_stems = tuple(stems)
 
 
+def _add_words(words: dict[str, list[str]], group: object, where: str, lists: Sequence[str]) -> None:
+    if not isinstance(group, dict) or set(group) - set(lists):
+        raise ErrorsError(f"{where} must map {', '.join(lists)} to lists of words")
+    for key in lists:
+        values = group.get(key) or []
+        if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
+            raise ErrorsError(f"{where}.{key} must be a list of non-empty strings")
+        words.setdefault(key, []).extend(values)
+
+
+def _locale_words(lang: str) -> dict[str, list[str]]:
+    """The words of the locale `lang` (none for a language the project has no folder of): its
+    errors.yml and its titles, the titles of its `signature_titles` groups as signature markers."""
+    from .locale import Locale, LocaleError
+
+    locale = Locale.of(lang)
+    try:
+        own = locale.read(LOCALE_FILE) if locale.concern_file(LOCALE_FILE).exists() else {}
+        titles = locale.titles()
+    except LocaleError as err:
+        raise ErrorsError(str(err)) from None
+    groups = own.pop(SIGNATURE_TITLES, None) or []
+    where = str(locale.concern_file(LOCALE_FILE))
+    unknown = [g for g in groups if g not in titles.groups] if isinstance(groups, list) else groups
+    if unknown:
+        raise ErrorsError(f"{where}: {SIGNATURE_TITLES} must list groups of {locale.titles_file} (not {unknown})")
+    words: dict[str, list[str]] = {}
+    _add_words(words, own, where, [k for k in WORD_LISTS if k not in ("titles", "units")])
+    words["titles"] = titles.forms()
+    words["signature_markers"] = words.get("signature_markers", []) + [
+        form for group in groups for sex in titles.groups[group] for form in titles.groups[group][sex]]
+    return words
+
+
 def load_context_rules(lang: str | None = None, path: str | Path | None = None) -> ContextRules:
-    """The generic lists plus those of `lang` (added to them) and the thresholds, from errors.yml."""
+    """The generic lists (factory/templates/errors.yml, or `path`) plus those of the locale `lang`
+    (its errors.yml and its titles, added to them) and the thresholds."""
     path = Path(path) if path is not None else CATEGORIES_FILE
     if not path.exists():
         raise ErrorsError(f"{path}: categories file not found")
-    data = read_yaml_mapping(path, ErrorsError, "a mapping with generic, languages and rules")
-    unknown = set(data) - {"generic", "languages", "rules"}
+    data = read_yaml_mapping(path, ErrorsError, "a mapping with generic and rules")
+    unknown = set(data) - {"generic", "rules"}
     if unknown:
-        raise ErrorsError(f"{path}: unknown keys {sorted(unknown)} (expected generic, languages, rules)")
-    per_lang = (data.get("languages") or {}).get(lang or "", {}) or {}
-    words = {}
-    for group_name, group in (("generic", data.get("generic") or {}), (f"languages.{lang}", per_lang)):
-        if not isinstance(group, dict) or set(group) - set(WORD_LISTS):
-            raise ErrorsError(f"{path}: {group_name} must map {', '.join(WORD_LISTS)} to lists of words")
-        for key in WORD_LISTS:
-            values = group.get(key) or []
-            if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
-                raise ErrorsError(f"{path}: {group_name}.{key} must be a list of non-empty strings")
-            words.setdefault(key, []).extend(values)
+        raise ErrorsError(f"{path}: unknown keys {sorted(unknown)} (expected generic, rules; a language's words "
+                          f"are in languages/<lc>/errors.yml)")
+    words: dict[str, list[str]] = {}
+    _add_words(words, data.get("generic") or {}, f"{path}: generic", WORD_LISTS)
+    for key, values in (_locale_words(lang) if lang else {}).items():
+        words.setdefault(key, []).extend(values)
     rules = dict(DEFAULT_RULES)
     given = data.get("rules") or {}
     if not isinstance(given, dict) or set(given) - set(DEFAULT_RULES):

@@ -29,3 +29,21 @@ def load_label_map(name_or_path: str | Path) -> dict[str, str | None]:
         if target is not None and target not in CANONICAL_LABELS:
             raise ValueError(f"{path}: label {source!r} maps to non-canonical label {target!r}")
     return dict(mapping)
+
+
+def load_label_roles() -> dict[str, str]:
+    """{corpus label: role} of every label map's `roles` (corpora/label_maps/*.yml): what an ID label
+    of an annotated corpus identifies (deid_runtime.ids.ROLES), for the surrogate stage. A label
+    that two maps give different roles, or a role that is not one of ROLES, is an error."""
+    from deid_runtime.ids import ROLES
+
+    roles: dict[str, str] = {}
+    for path in sorted(LABEL_MAPS_DIR.glob("*.yml")):
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        labels = raw.get("labels") or {}
+        for label, role in (raw.get("roles") or {}).items():
+            if role not in ROLES or labels.get(label) != "ID" or roles.get(label, role) != role:
+                raise ValueError(f"{path}: roles.{label}: {role!r} must be one of {', '.join(ROLES)}, "
+                                 f"for a label the map makes ID, and agree with the other maps")
+            roles[label] = role
+    return roles

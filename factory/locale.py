@@ -14,6 +14,11 @@ locale.yml (yet): the stages that need only its files (silver.yml, placeholders.
 corpus, its regex pack) find them through it, and no other module builds a path into those folders
 but render.py and the new-locale scaffold (tests/test_locale.py).
 
+The locale's titles ("Mme", "Dr.": languages/<lc>/surrogate_data/titles.yml, deid_runtime/titles.py)
+are written once: `titles()` gives them to the synthetic corpus and `factory errors`, `title_letters`
+to the merger's config (written at assembly); the surrogate engine reads the file where it is, and
+the regex pack through its pack.yml's `titles:`.
+
 `settings` is locale.yml over the shared defaults of factory/templates/defaults.yml (a key set to
 null in locale.yml keeps its default). The project root is the one the factory works on
 (deid_factory.PROJECT_ROOT: `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from deid_runtime.surrogates.locale import DATA_FOLDER, register_locale_root
+from deid_runtime.titles import TITLES_FILE, Titles
 
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -206,6 +212,22 @@ class Locale:
     def surrogate_data_files(self) -> list[Path]:
         return sorted(p for p in self.surrogate_data_dir.glob("*") if p.is_file()) if self.surrogate_data_dir.is_dir() else []
 
+    @property
+    def titles_file(self) -> Path:
+        """languages/<lc>/surrogate_data/titles.yml: the locale's titles, its one list of them (it
+        travels in the deid_<lc> wheel with the rest of surrogate_data/, for the surrogate engine)."""
+        return self.surrogate_data_dir / TITLES_FILE
+
+    def titles(self) -> Titles:
+        """The locale's titles; none for a locale without a titles.yml (a bare locale)."""
+        return Titles.read(self.titles_file, LocaleError) if self.titles_file.exists() else Titles({})
+
+    @property
+    def title_letters(self) -> list[str]:
+        """The one-letter titles ("M" of "M."), which the merger must not take for initials of a name:
+        its `title_letters`, written into the pipeline's config at assembly."""
+        return self.titles().letters()
+
     def synth_files(self) -> list[Path]:
         """corpora/synth/<lc>/*.yml: the locale's synthetic corpus, when it has one."""
         return sorted(self.synth_dir.glob("*.yml")) if self.synth_dir.is_dir() else []
@@ -231,14 +253,17 @@ class Locale:
         (the source's silver.yml, regex pack, synthetic corpus and surrogate data in a translation
         build): a locale's project names no folder of another locale, so that weasel finds every
         dep of a copy holding that locale's three folders."""
-        pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")]
+        # the pack reads the locale's titles (its `{title}`: pack.yml `titles:`), and the merger's config
+        # gets the one-letter ones at assembly
+        pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")] + [self.titles_file]
         own_source = self.settings.get("source_lang") == self.lang
         native = own_source or float(self.settings.get("native_share") or 0) > 0
         data = self.surrogate_data_files()
         files = {
             # extract reads corpora/synth/<lc>/ as the source (synth format) or as the native share;
             # with another --vars.source_format the files are listed all the same (a rerun at worst)
-            "extract": self.synth_files() if native else [],
+            # (the synthetic corpus titles its persons with the locale's titles)
+            "extract": [*self.synth_files(), self.titles_file] if native and self.synth_files() else [],
             # filter reads the silver.yml and regex pack of the *source* language: listed when that
             # is this locale (a translation build's source files live in another locale's folder)
             "filter": [self.silver_file, *pack] if own_source else [],

@@ -129,7 +129,8 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     from deid_runtime.regex_pack import RegexPack
     from deid_runtime.tokenization import blank as phi_blank, upgrade_tokenizer
 
-    pack_dir = Path(pack_dir) if pack_dir else default_pack_dir(lang)
+    locale = Locale.of(lang)
+    pack_dir = Path(pack_dir) if pack_dir else locale.pack_dir
     if not (pack_dir / "pack.yml").exists():
         raise PackageError(f"{pack_dir}: regex pack not found (pack.yml missing)")
     if model_dir is not None:
@@ -148,9 +149,11 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
             nlp.remove_pipe(name)
     # pack_dir stays null in the saved config: the pack's files are saved with the pipeline, so
     # the installed package never looks for the build machine's paths.
+    # The locale's data the two components need travels inside the pipeline: the pack is saved with
+    # the titles its patterns use (`{title}`), the merger's config holds the locale's one-letter titles.
     component = nlp.add_pipe("deid_regex_pack", config={"pack_dir": None, "write_ents": False})
     component.pack = RegexPack.from_dir(pack_dir)
-    nlp.add_pipe("deid_merger")
+    nlp.add_pipe("deid_merger", config={"title_letters": locale.title_letters})
     nlp.meta.update({
         "name": f"deid_{lang}",
         "version": version,

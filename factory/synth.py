@@ -6,7 +6,8 @@ lives in `corpora/synth/<lc>/` (docs/corpus.md, "The synthetic corpus", describe
   sections.yml  document types, their sections and the sentence templates of each section
   header.yml    header layouts (blocks of field lines, optional, shuffled)
   slots.yml     what each `{slot}` of a template means: one of the engine's makers (`MAKERS`) and its settings
-  lexicon.yml   how people are named and titled, agreement words, typing slips, and word lists
+  lexicon.yml   how people are named, agreement words, typing slips, and word lists (their titles are
+                the locale's: languages/<lc>/surrogate_data/titles.yml, through Locale.titles)
   clinical.yml  clinical word lists (symptoms, diagnoses, drugs, labs...), never PHI
   formats.yml   the note's timeline; how dates, ages, phones, e-mails and identifiers are written
 
@@ -37,6 +38,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 
 from .locale import Locale
+from deid_runtime.titles import Titles
 from .labels import CANONICAL_LABELS
 from .readers import RawRecord, RawSpan, ReadReport, read_corpus, register_generated
 from .records import Record, read_yaml_mapping, trim_span
@@ -69,6 +71,7 @@ class SynthData:
     lexicon: dict[str, Any]
     clinical: dict[str, Any]
     formats: dict[str, Any]
+    titles: Titles = field(default_factory=lambda: Titles({}))  # the locale's (Locale.titles)
     lists: dict[str, list[Any]] = field(default_factory=dict)  # the word lists of LIST_FILES, by name
     list_file: dict[str, str] = field(default_factory=dict)  # the file of each list, for messages
 
@@ -87,7 +90,9 @@ class SynthData:
                 continue
             parts[name.removesuffix(".yml")] = read_yaml_mapping(path, SynthError, "settings (`key: value`) at the top level")
         slots = parts.pop("slots").get("slots") or {}
-        data = cls(lang=lang, folder=folder, slots=slots, **parts)
+        if "titles" in parts["lexicon"]:
+            raise SynthError(f"{folder / 'lexicon.yml'}: `titles` are the locale's, in {Locale.of(lang).titles_file}")
+        data = cls(lang=lang, folder=folder, slots=slots, titles=Locale.of(lang).titles(), **parts)
         data._gather_lists()
         data.check()
         return data
@@ -186,10 +191,14 @@ class SynthData:
                 known.add(event)
 
     def _check_ids(self) -> None:
+        from deid_runtime import ids
+
         probe = random.Random(0)
         for name, spec in (self.formats.get("ids") or {}).items():
             if not isinstance(spec, dict) or not spec.get("kind") or not spec.get("layouts"):
                 raise self._fail("formats.yml", f"id {name!r}", "needs a `kind` and `layouts`")
+            if spec["kind"] == SHAPE and spec.get("role") not in ids.ROLES:
+                raise self._fail("formats.yml", f"id {name!r}", f"a shape needs a `role`: one of {', '.join(ids.ROLES)}")
             for layout in spec["layouts"]:
                 try:
                     _id_value(spec["kind"], [layout], probe)
@@ -308,6 +317,15 @@ def _missing_fields(data: SynthData, list_name: str, fields: Sequence[str]) -> s
 SHAPE = "shape"  # the identifier kind of codes without check digits
 
 
+def _id_role(spec: dict) -> str:
+    """What an identifier of formats.yml `ids` identifies (deid_runtime.ids.ROLES), written on its
+    span (`role`): the surrogate stage draws the target's identifier for that role. A shape says it
+    (`role:`); a registry identifier has its own (its module's `role`)."""
+    from deid_runtime import ids
+
+    return spec.get("role") or ids.get(spec["kind"]).role
+
+
 def _id_value(kind: str, layouts: Sequence[str], rng: random.Random) -> str:
     """One identifier as a note writes it: the engine's one door to identifier code (formats.yml `ids`
     gives every `{id.<name>}` its kind and layouts).
@@ -361,8 +379,8 @@ def _check_person(data: SynthData, spec: dict) -> str | None:
         return "needs faker_locale in lexicon.yml (person names come from Faker)"
     if spec.get("sex") not in (None, "patient"):
         return "`sex` is `patient` or absent"
-    if spec.get("title") and not all((data.lexicon.get("titles") or {}).get(spec["title"], {}).get(s) for s in "mf"):
-        return f"lexicon.yml titles has no {spec['title']!r} with m and f"
+    if spec.get("title") and not all(data.titles.draws(spec["title"], s) for s in "mf"):
+        return f"the titles of locale {data.lang!r} ({Locale.of(data.lang).titles_file}) have no group {spec['title']!r} with m and f"
     if spec.get("relation"):
         if spec["relation"] not in data.lists:
             return f"relation: no list {spec['relation']!r}"
@@ -657,7 +675,8 @@ class Note:
     def make_id(self, name: str, spec: dict, args: list[str]) -> Piece:
         """`{id.<name>}`: an identifier of formats.yml `ids`; its name is the span's `kind`."""
         ident = self.fmt["ids"][args[0]]
-        return self._once(f"{name}.{args[0]}", spec, lambda: self._value(spec, _id_value(ident["kind"], ident["layouts"], self.rng), kind=args[0]))
+        return self._once(f"{name}.{args[0]}", spec, lambda: Piece(
+            _id_value(ident["kind"], ident["layouts"], self.rng), spec.get("label"), {"kind": args[0], "role": _id_role(ident)}))
 
     @maker("email", settings=("person", "domains"), lists=("domains",), check=_check_email)
     def make_email(self, name: str, spec: dict, args: list[str]) -> Piece:
@@ -686,7 +705,7 @@ class Note:
             attrs = {k: v for k, v in (("kind", spec.get("kind")), ("part", NAME_PARTS[part])) if v}
             return Piece(text, spec.get("label"), attrs)
         if part == "title":
-            return Piece(self.rng.choice(self.lex["titles"][spec["title"]][person.sex]))
+            return Piece(self.rng.choice(self.d.titles.draws(spec["title"], person.sex)))
         if part in person.relation:
             return Piece(self.text_of(str(person.relation[part])))
         agreement = self.lex.get("agreement") or {}

@@ -8,7 +8,8 @@ import zipfile
 import pytest
 from typer.testing import CliRunner
 
-from deid_factory.argos_testkit import build_package, parse_pairs
+from deid_factory.argos_testkit import build_package, language_of, parse_pairs
+from deid_factory.locale import Locale
 from deid_factory.cli import app
 
 
@@ -20,6 +21,15 @@ def test_package_layout(argos_packages):
     assert {"es_en/metadata.json", "es_en/sentencepiece.model", "es_en/model/model.bin", "es_en/spacy/meta.json"} <= names
     assert not any(n.startswith("es_en/stanza") or n.startswith("es_en/minisbd") for n in names)
     assert (meta["from_code"], meta["to_code"], meta["type"]) == ("es", "en", "translate")
+    # the names are the locales' (languages/<lc>/locale.yml `name`), not a list of the test kit's
+    assert (meta["from_name"], meta["to_name"]) == (Locale.load("es").get("name"), Locale.load("en").get("name"))
+
+
+def test_a_language_s_name_and_spacy_language_come_from_its_locale():
+    fr = Locale.load("fr")
+    assert language_of("fr") == (fr.get("name"), fr.get("spacy_lang"))
+    assert language_of("ca") == ("ca", "ca")  # no locale of the project; spaCy has a Catalan blank
+    assert language_of("zz") == ("zz", "xx")  # neither: spaCy's multi-language blank
 
 
 def test_copy_model_translates_for_real(argos_home, argos_packages, tmp_path):

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from deid_factory import PROJECT_ROOT
-from deid_factory.packs import MIN_CASES, scaffold_locale
+from deid_factory.new_locale import scaffold_locale
+from deid_factory.packs import MIN_CASES
 
 
 def factory(args, cwd: Path | None = None, env: dict | None = None, code: str | None = None) -> tuple[int, str]:

@@ -170,8 +170,13 @@ def test_categories_of_specific_errors(errors_nlp):
     ("es", "Dr. Pablo Mena\nEl resto", "Pablo Mena", "signature", "title_name", True),
     ("fr", "Vue par Mme Dupont ce matin.", "Dupont", "narrative", "title_name", True),
     ("es", "Vue par Mme Dupont ce matin.", "Dupont", "narrative", "title_name", False),  # Mme: a French title only
-    ("xx", "Seen by Dr. Brown today.", "Brown", "narrative", "title_name", True),  # generic list for any language
+    ("en", "Seen by Dr. Brown today.", "Brown", "narrative", "title_name", True),
+    ("fr", "Vu par M Pennec ce matin.", "Pennec", "narrative", "title_name", True),  # fr titles.yml: "M" too
+    ("fr", "Revue par l'infirmière Durand.", "Durand", "narrative", "title_name", True),  # a nurse's title
+    # titles are a locale's: a language the project has no folder of has none (no word list is "generic")
+    ("xx", "Seen by Dr. Brown today.", "Brown", "narrative", "title_name", False),
     ("xx", "Vista por la Sra. Ortega hoy.", "Ortega", "narrative", "title_name", False),
+    ("fr", "Pr Martin\nLe reste", "Martin", "signature", "title_name", True),  # fr signature_titles: professor
     ("en", "History of Parkinson's disease.", "Parkinson", "narrative", "eponym", True),
     ("fr", "Suspicion de maladie d'Alzheimer.", "Alzheimer", "narrative", "eponym", True),
     ("es", "MARTÍNEZ acude solo.", "MARTÍNEZ", "narrative", "all_caps", True),
@@ -194,17 +199,45 @@ def test_position_and_shape_rules(lang, text, needle, position, shape, present):
 
 def test_category_words_are_data(tmp_path):
     path = tmp_path / "cats.yml"
-    path.write_text("generic:\n  titles: [Capt.]\nlanguages:\n  es:\n    titles: []\nrules:\n  digits_min_share: 0.9\n",
-                    encoding="utf-8")
+    path.write_text("generic:\n  titles: [Capt.]\nrules:\n  digits_min_share: 0.9\n", encoding="utf-8")
     rules = load_context_rules("es", path)
     text = "Visto por el Capt. Nemo y el Dr. Lidenbrock; cama 12-B"
     lines = _Lines(text)
     assert "title_name" in shape_categories(lines, text.index("Nemo"), text.index(" y el"), rules)
-    assert "title_name" not in shape_categories(lines, text.index("Lidenbrock"), text.index(";"), rules)
+    assert "title_name" in shape_categories(lines, text.index("Lidenbrock"), text.index(";"), rules)  # es titles.yml
     assert "digits" not in shape_categories(lines, text.index("12-B"), len(text), rules)  # 2/4 < 0.9
     path.write_text("generic:\n  titlez: [Dr.]\n", encoding="utf-8")
     with pytest.raises(Exception, match="cats.yml"):
         load_context_rules("es", path)
+    path.write_text("languages:\n  es:\n    titles: [Capt.]\n", encoding="utf-8")  # a language's words: its folder
+    with pytest.raises(Exception, match="languages/<lc>/errors.yml"):
+        load_context_rules("es", path)
+
+
+def test_a_language_s_words_are_in_its_locale_folder(tmp_path, monkeypatch):
+    """A locale's error-analysis words are its errors.yml and its titles.yml (Locale), not a list in
+    the factory: a new locale's words are picked up with no factory file edited."""
+    import deid_factory
+    from deid_factory.locale import Locale
+
+    root = tmp_path / "proj"
+    (root / "languages" / "xx" / "surrogate_data").mkdir(parents=True)
+    (root / "languages" / "xx" / "surrogate_data" / "titles.yml").write_text(
+        "courtesy: {m: [Sgr.], f: [Sgra.]}\nstaff: {m: [Dok.], f: [Dok.]}\n", encoding="utf-8")
+    (root / "languages" / "xx" / "errors.yml").write_text(
+        "signature_titles: [staff]\nsignature_markers: [Signat]\ndisease_words: [morbo]\n", encoding="utf-8")
+    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    rules = load_context_rules("xx")
+    assert set(rules.titles) == {"Sgr.", "Sgra.", "Dok."} and set(rules.signature_markers) == {"Signat", "Dok."}
+    text = "Vista da Sgra. Tobin\nDok. Arrow\nmorbo Kessel"
+    lines = _Lines(text)
+    assert "title_name" in shape_categories(lines, text.index("Tobin"), text.index("\nDok"), rules)
+    assert position_category(lines, text.index("Arrow"), rules) == "signature"
+    assert "eponym" in shape_categories(lines, text.index("Kessel"), len(text), rules)
+    (root / "languages" / "xx" / "errors.yml").write_text("signature_titles: [nurse]\n", encoding="utf-8")
+    with pytest.raises(Exception, match="signature_titles must list groups of .*titles.yml"):
+        load_context_rules("xx")
+    assert Locale.of("xx").titles_file.exists()
 
 
 # --------------------------------------------------------------------------- PHI rule

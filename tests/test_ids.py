@@ -233,6 +233,45 @@ def test_registry_keys_and_modules():
         ids.get("es.nope")
 
 
+def test_countries_are_found_by_discovery_not_by_a_list(tmp_path):
+    """A country is one module of deid_runtime.ids: a module added to the package is found, its
+    identifiers registered with their roles and its own validator names given to the packs, with
+    no list to edit (a hand-written import list in ids/__init__.py would not see it)."""
+    package = Path(ids.__file__).parent
+    assert set(ids.country_modules()) == {p.stem for p in package.glob("*.py")} - {"__init__", *ids.SHARED_MODULES}
+    (tmp_path / "zz.py").write_text(
+        "from deid_runtime.ids.core import LuhnIdentifier, register\n"
+        "class Card(LuhnIdentifier):\n"
+        "    key, length, role = 'zz.card', 8, 'insurance'\n"
+        "card = register(Card())\n"
+        "VALIDATORS = {'zz_card_or_blank': lambda v: v == '' or card.is_valid(v)}\n", encoding="utf-8")
+    code = ("import sys, random; from deid_runtime import ids; ids.__path__.append(sys.argv[1]); ids.discover(); "
+            "from deid_runtime.validators import VALIDATORS; card = ids.get('zz.card'); "
+            "print(card.role, ids.keys(['zz']), VALIDATORS['zz_card'](card.generate(random.Random(0))), "
+            "VALIDATORS['zz_card_or_blank'](''), 'zz' in ids.country_modules())")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["insurance", "['zz.card']", "True", "True", "True"]
+
+
+def test_every_identifier_has_a_role():
+    assert {ids.get(key).role for key in ids.keys()} <= set(ids.ROLES)
+    assert ids.get("fr.nir").role == "national" and ids.get("es.nass").role == "insurance"
+    assert {ids.get(key).role for key in ids.keys() if key.endswith(".iban")} == {"bank"}
+    from deid_runtime.ids.core import LuhnIdentifier, register
+
+    class NoRole(LuhnIdentifier):
+        key, length = "zz.norole", 8
+    with pytest.raises(ValueError, match="role '' is not one of national"):
+        register(NoRole())
+
+
+def test_a_country_module_gives_its_own_validator_names():
+    """fr_ins (the INS is the NIR) and es_dni_or_nie are their countries' (ids/fr.py, ids/es.py)."""
+    assert VALIDATORS["fr_ins"] is ids.fr.VALIDATORS["fr_ins"]
+    assert VALIDATORS["es_dni_or_nie"] is ids.es.VALIDATORS["es_dni_or_nie"]
+    assert VALIDATORS["es_dni_or_nie"]("Y-0000000-Z") and VALIDATORS["es_dni_or_nie"]("12345678Z")
+
+
 def test_every_identifier_is_a_validator():
     for key in ids.keys():
         assert VALIDATORS[validator_name(key)] == ids.get(key).is_valid

@@ -123,13 +123,13 @@ def test_only_factory_locale_opens_locale_yml():
 
 
 # Where a path into a locale's folders may be built by hand: factory/locale.py (the Locale object),
-# render.py (it renders those folders' projects), and, in packs.py, the new-locale scaffold (which
-# writes a locale that has no locale.yml yet).
+# render.py (it renders those folders' projects), and, in new_locale.py, the scaffold (which writes
+# a locale that has no locale.yml yet).
 LOCALE_FOLDER_FUNCTIONS = ("languages_dir", "packs_dir", "synth_dir")
 LOCALE_FOLDER_NAMES = ("languages", "regex_packs", "synth")
 LOCALE_FILES = ("locale.yml", "silver.yml", "placeholders.yml", "surrogates.yml")
 ALLOWED_PATH_BUILDERS = {"locale.py": None, "render.py": None,
-                         "packs.py": {"scaffold_locale", "STARTER_CONCERNS"}}
+                         "new_locale.py": {"scaffold_locale", "STARTER_CONCERNS"}}
 
 
 def _top_level_name(node: ast.stmt) -> str:
@@ -181,7 +181,7 @@ def test_only_factory_locale_builds_paths_into_the_locale_folders():
     # the check sees what it looks for
     seen = {what for _, _, what in _locale_path_builders(ast.parse((FACTORY / "locale.py").read_text(encoding="utf-8")))}
     assert {"languages_dir()", "packs_dir()", "/ 'languages'", "/ 'regex_packs'", "/ 'synth'"} <= seen
-    scaffold = _locale_path_builders(ast.parse((FACTORY / "packs.py").read_text(encoding="utf-8")))
+    scaffold = _locale_path_builders(ast.parse((FACTORY / "new_locale.py").read_text(encoding="utf-8")))
     assert {"packs_dir()", "synth_dir()", "'silver.yml'"} <= {what for _, _, what in scaffold}
     tree = ast.parse('X = ROOT / "languages" / lc / "silver.yml"\ndef f(lc):\n    return glob("*/placeholders.yml"), packs_dir(r)\n')
     assert sorted((w, what) for w, _, what in _locale_path_builders(tree)) == [
@@ -203,6 +203,9 @@ def test_the_stages_find_a_locale_s_files_through_locale(tmp_path, monkeypatch):
     settings = root / "languages" / "xx" / "locale.yml"
     settings.write_text(settings.read_text(encoding="utf-8").replace("regex_pack: xx", "regex_pack: shared"), encoding="utf-8")
     shutil.copytree(Locale.load("fr").pack_dir, root / "regex_packs" / "shared")
+    # the French pack splices the titles of the file its pack.yml names (the French locale's)
+    (root / "languages" / "fr" / "surrogate_data").mkdir(parents=True)
+    shutil.copy(Locale.load("fr").titles_file, root / "languages" / "fr" / "surrogate_data")
     (root / "languages" / "yy").mkdir()  # a locale folder without a locale.yml (yet)
     (root / "languages" / "yy" / "placeholders.yml").write_text("candidates:\n  PERSON: [Zorblax]\n", encoding="utf-8")
     monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)

@@ -21,8 +21,9 @@ def _doc(text, ner, regex):
     return doc
 
 
-def _merge(doc):
-    return DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST)(doc)
+def _merge(doc, title_letters=()):
+    return DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
+                      title_letters=list(title_letters))(doc)
 
 
 def test_validated_regex_beats_ner_on_a_structured_label():
@@ -118,8 +119,10 @@ def test_a_loser_keeps_the_tokens_the_winner_does_not_cover():
     assert [(e.start, e.end, e.label_) for e in _merge(doc).ents] == [(1, 2, "ID"), (2, 3, "PERSON"), (3, 5, "ID")]
 
 
-def _merge_text(text, lang, ner_words):
-    """Merge NER spans given as (word, label) over the runtime tokenizer's tokens of `text`."""
+def _merge_text(text, lang, ner_words, titles_of=None):
+    """Merge NER spans given as (word, label) over the runtime tokenizer's tokens of `text`, with the
+    one-letter titles of the locale `titles_of` (default `lang`), as assembly configures the merger."""
+    from deid_factory.locale import Locale
     from deid_runtime.tokenization import blank as phi_blank
 
     doc = phi_blank(lang)(text)
@@ -129,7 +132,7 @@ def _merge_text(text, lang, ner_words):
         ents.append(doc.char_span(start, start + len(word), label=label, alignment_mode="strict"))
     doc.ents = ents
     doc.spans["deid_regex"] = []
-    return [(e.text, e.label_) for e in _merge(doc).ents]
+    return [(e.text, e.label_) for e in _merge(doc, Locale.load(titles_of or lang).title_letters).ents]
 
 
 def test_a_name_span_takes_the_rest_of_a_hyphenated_word():
@@ -150,9 +153,11 @@ def test_a_person_span_takes_the_initials_before_it_but_not_a_courtesy_title():
     assert _merge_text("Dr T. Renaud – RPPS", "fr", [("Renaud", "PERSON")]) == [("T. Renaud", "PERSON")]
     assert _merge_text("Dr M.-A. LE GALL\n", "fr", [("LE GALL", "PERSON")]) == [("M.-A. LE GALL", "PERSON")]
     assert _merge_text("Firmado: Dr. J. García López", "es", [("García López", "PERSON")]) == [("J. García López", "PERSON")]
-    # "M." is Monsieur and "D." Don: titles stay outside the span, as the annotation conventions say
+    # "M." is Monsieur and "D." Don: titles stay outside the span, as the annotation conventions say;
+    # they are the locale's (languages/<lc>/surrogate_data/titles.yml): in Spanish "M." is an initial
     assert _merge_text("M. Pennec, 72 ans", "fr", [("Pennec", "PERSON")]) == [("Pennec", "PERSON")]
     assert _merge_text("D. Juan Pérez", "es", [("Juan Pérez", "PERSON")]) == [("Juan Pérez", "PERSON")]
+    assert _merge_text("M. Pennec, 72 ans", "fr", [("Pennec", "PERSON")], titles_of="es") == [("M. Pennec", "PERSON")]
     # only PERSON takes initials; a sentence's last letter is not an initial of the next name
     assert _merge_text("groupe B. Lyon", "fr", [("Lyon", "LOCATION")]) == [("Lyon", "LOCATION")]
 

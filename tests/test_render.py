@@ -94,7 +94,7 @@ def test_root_project_lists_every_locale_and_check_covers_it(tmp_path):
     import sys
 
     from deid_factory import PROJECT_ROOT
-    from deid_factory.packs import scaffold_locale
+    from deid_factory.new_locale import scaffold_locale
     from deid_factory.render import rendered_root
 
     langs = project_languages()

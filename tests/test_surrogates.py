@@ -43,7 +43,9 @@ def test_every_generated_identifier_passes_its_validator(kind):
 
 
 def test_french_ids_in_records_pass_the_pack_validators():
-    items = [("12345678Z", "ID", {"kind": "dni"}), ("28/1234567/12", "ID", {"kind": "nass"}), ("28 12345", "ID", {"kind": "colegiado"})]
+    # the attributes the Spanish synthetic corpus writes: the identifier's name and its role
+    items = [("12345678Z", "ID", {"kind": "dni", "role": "national"}), ("28/1234567/12", "ID", {"kind": "nass", "role": "insurance"}),
+             ("28 12345", "ID", {"kind": "colegiado", "role": "professional"})]
     recs = [_placeholder_record(f"r{i}", "DNI 12345678Z, NASS 28/1234567/12, colegiado 28 12345.", items) for i in range(40)]
     kept, report = surrogate_records(recs, "fr", seed=3)
     assert len(kept) == 40

@@ -193,9 +193,6 @@ FRENCH_LOCALE = {
 faker_locale: fr_FR
 surnames: 1
 name_casing: {title: 1}
-titles:
-  courtesy: {m: ["M."], f: ["Mme"]}
-  staff: {m: ["Dr"], f: ["Dr"]}
 lists:
   relatives:
     - {rel: fille, sex: f}
@@ -212,7 +209,7 @@ date_formats:
 age_formats: ["{n} ans"]
 phone_formats: ["0# ## ## ## ##"]
 ids:
-  ipp: {kind: shape, layouts: ["########"]}
+  ipp: {kind: shape, role: record, layouts: ["########"]}
 """,
     "slots.yml": """
 slots:
@@ -244,6 +241,27 @@ sections:
 """,
 }
 
+# The locale's titles (languages/fr/surrogate_data/titles.yml of its project: the `french_titles` fixture).
+FRENCH_TITLES = """
+courtesy: {m: ["M."], f: ["Mme"]}
+staff: {m: ["Dr"], f: ["Dr"]}
+"""
+
+
+@pytest.fixture
+def french_titles(tmp_path, monkeypatch):
+    """A project whose French locale has the titles above: the synthetic corpus titles its persons
+    with its locale's titles (Locale.titles), whatever folder its other data comes from."""
+    import deid_factory
+
+    root = tmp_path / "project"
+    titles = root / "languages" / "fr" / "surrogate_data" / "titles.yml"
+    titles.parent.mkdir(parents=True)
+    titles.write_text(FRENCH_TITLES, encoding="utf-8")
+    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    return titles
+
+
 # Each French sentence parsed back independently: a group named LABEL or LABEL_x is a span.
 FRENCH_SENTENCES = [
     r"(?P<title>M\.|Mme) (?P<PERSON_patient>[^,]+), (?P<AGE>\d+ ans), domicilié(?P<e1>e?) (?P<ADDRESS>\d+ rue de la République), "
@@ -254,7 +272,7 @@ FRENCH_SENTENCES = [
 ]
 
 
-def test_a_new_locale_is_a_folder_of_data_files(tmp_path):
+def test_a_new_locale_is_a_folder_of_data_files(tmp_path, french_titles):
     """A French locale written from scratch (no copy of the Spanish data) builds notes with exact spans,
     through the one path every corpus takes (read_corpus / extract)."""
     from deid_factory.extract import extract
@@ -352,6 +370,21 @@ def _people(records):
     return [(r.text[s.start:s.end], s.attrs.get("kind")) for r in records for s in r.spans if s.label == "PERSON"]
 
 
+@pytest.mark.usefixtures("french_titles")
+def test_titles_are_the_locale_s_not_the_corpus_s(tmp_path):
+    """A person's title is drawn from its locale's titles (here the fixture's: one form by sex); a
+    lexicon.yml that writes titles of its own is refused: they would be a second list."""
+    from deid_factory.readers import read_corpus
+
+    titles = {m.group(1) for r in read_corpus(_french_locale(tmp_path), "synth", lang="fr", n=20, seed=3)
+              for m in re.finditer(r"(?:^|\. )([^\s,]+) [^\s,]+ [^\s,]+, \d+ ans, domicilié", r.text, re.M)}
+    assert titles == {"M.", "Mme"}
+    (tmp_path / "again").mkdir()
+    with pytest.raises(SynthError, match=r"lexicon\.yml: `titles` are the locale's, in .*titles\.yml"):
+        SynthData.load("fr", _french_locale(tmp_path / "again", 'titles: {courtesy: {m: ["Sr."], f: ["Sra."]}}\n'))
+
+
+@pytest.mark.usefixtures("french_titles")
 def test_name_pools_with_extra_p_one_give_every_name(tmp_path):
     """With extra_p 1.0 every given name comes from the pool of the person's sex and every surname
     from extra_surnames; the relative of the locale is a daughter, so her given name is a female one."""
@@ -372,6 +405,7 @@ surname_forms: {{extra_p: 1.0, extra_surnames: {POOL_SURNAMES}}}
     assert {n.split(" ", 1)[1] for n, _ in people} == set(POOL_SURNAMES)
 
 
+@pytest.mark.usefixtures("french_titles")
 def test_name_pools_are_drawn_with_their_probability(tmp_path):
     """extra_p 0.3: about 30 % of the names from the pools, the rest from Faker."""
     from deid_factory.readers import read_corpus
@@ -387,6 +421,7 @@ surname_forms: {{extra_p: 0.3, extra_surnames: {POOL_SURNAMES}}}
 
 
 @pytest.mark.parametrize("lexicon_extra", ["", "given_names: {extra_p: 0.4}\nsurname_forms: {extra_p: 0.4, extra_surnames: []}\n"])
+@pytest.mark.usefixtures("french_titles")
 def test_without_name_pools_the_names_are_those_of_the_engine_before(tmp_path, lexicon_extra):
     """No pool (no key, or a share without names): the same names as before the pools, draw for draw."""
     from deid_factory.readers import read_corpus
@@ -395,6 +430,7 @@ def test_without_name_pools_the_names_are_those_of_the_engine_before(tmp_path, l
     assert [name for name, _ in people][:len(NAMES_BEFORE_POOLS)] == NAMES_BEFORE_POOLS
 
 
+@pytest.mark.usefixtures("french_titles")
 def test_a_section_may_case_its_names_itself(tmp_path):
     """sections.yml `name_casing` of a section (a nurse note in lower case) overrides lexicon.yml's."""
     from deid_factory.readers import read_corpus

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import typer
-import yaml
 
 from .. import PROJECT_ROOT
+from ..labels import load_label_roles
 from ..locale import Locale, LocaleError
 from ..placeholders import find_placeholders, without_placeholder_text
 from ..records import (Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_json_atomic,
@@ -36,14 +36,13 @@ from deid_runtime import surrogates as engine
 from deid_runtime.surrogates import dates, values
 from deid_runtime.surrogates.forms import apply_casing
 from deid_runtime.surrogates.identifiers import generate_id
-from deid_runtime.surrogates.locale import HERE as ENGINE_DIR, LocaleDataError, common
+from deid_runtime.surrogates.locale import LocaleDataError, common
 from deid_runtime.validators import validator_name
 from deid_runtime.text import replace_spans
 from .casing import CasingSampler, parse_casing
 
 log = logging.getLogger(__name__)
 
-ID_ROLES_FILE = ENGINE_DIR / "id_roles.yml"
 CASED = ("LOCATION", "ORGANIZATION", "ADDRESS", "PROFESSION")
 
 
@@ -61,8 +60,23 @@ def load_settings(target: str) -> dict[str, Any]:
     except LocaleError as err:
         raise FileNotFoundError(f"target language {target!r}: {err}") from None
     cfg["_locale"] = locale.raw
-    cfg["_id_roles"] = yaml.safe_load(ID_ROLES_FILE.read_text(encoding="utf-8")) or {"roles": {}, "default": "record"}
+    cfg["_label_roles"] = load_label_roles()
     return cfg
+
+
+def source_role(attrs: dict[str, Any], id_kind: str | None, label_roles: dict[str, str]) -> str:
+    """What a source identifier identifies (deid_runtime.ids.ROLES): the `role` the synthetic corpus
+    wrote on its span (corpora/synth/<lc>/formats.yml `ids`), else the role of its annotated
+    corpus label (corpora/label_maps/*.yml `roles`: MEDDOCAN's ID_ASEGURAMIENTO is insurance), else
+    the role of the identifier the placeholder stage recognised by its check digits (its country
+    module's), else a record number."""
+    if attrs.get("role") in ids.ROLES:
+        return attrs["role"]
+    if attrs.get("source_label") in label_roles:
+        return label_roles[attrs["source_label"]]
+    if id_kind and id_kind in ids.keys():
+        return ids.get(id_kind).role
+    return ids.DEFAULT_ROLE
 
 
 @dataclass
@@ -103,14 +117,9 @@ class Generator:
         id_kind = shape.get("id_kind")
         if id_kind and validator_name(id_kind) in self.target_ids:
             return {"kind": validator_name(id_kind)}
-        roles_cfg = self.cfg["_id_roles"]
-        role = None
-        for key in (attrs.get("kind"), attrs.get("source_label"), id_kind):
-            if key in (roles_cfg.get("roles") or {}):
-                role = roles_cfg["roles"][key]
-                break
+        role = source_role(attrs, id_kind, self.cfg["_label_roles"])
         role_table = (self.cfg.get("ids") or {}).get("roles") or {}
-        options = role_table.get(role or roles_cfg.get("default", "record")) or role_table.get("record")
+        options = role_table.get(role) or role_table.get(ids.DEFAULT_ROLE)
         if not options:
             raise ValueError(f"languages/{self.target}/surrogates.yml: no `ids.roles.record` entry")
         return self.rng.choices(options, [float(o.get("weight", 1)) for o in options])[0]

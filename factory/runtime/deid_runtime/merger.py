@@ -48,8 +48,10 @@ DEFAULT_INITIALS = ["PERSON"]
 HYPHENS = {"-", "\u2010", "\u2011"}  # hyphen-minus, hyphen, non-breaking hyphen (not the dashes between words)
 # An initial as the runtime tokenizer leaves it before its period: "T", "M.-A", "J.-B"
 _INITIAL = re.compile(r"^[^\W\d_](?:\.-?[^\W\d_])*$")
-# One-letter courtesy titles, which look like initials: French "M." (Monsieur), Spanish "D." (Don)
-DEFAULT_TITLE_LETTERS = ["M", "D"]
+# One-letter titles, which look like initials ("M." Monsieur, "D." Don), are the locale's: a pipeline's
+# config gets them from its locale's titles at assembly (deid_factory's Locale.title_letters); a
+# merger set up without them takes every one-letter word before a name for an initial.
+DEFAULT_TITLE_LETTERS: list[str] = []
 
 for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
     if not Span.has_extension(_name):

@@ -2,7 +2,10 @@
 
 A pack is a folder `regex_packs/<lc>/` holding
   pack.yml     `vocab` (named word lists, spliced into patterns as `{name}`) and `patterns`
-               (name, label, regex, optional `group`, `validator`, `flags`, `score`, `kind`, `cases`)
+               (name, label, regex, optional `group`, `validator`, `flags`, `score`, `kind`, `cases`);
+               `titles`: the path (from the pack's folder) of its locale's titles file
+               (languages/<lc>/surrogate_data/titles.yml, deid_runtime/titles.py), whose titles
+               are spliced as `{title}`; a pack saved with a pipeline keeps a copy (titles.yml)
   context.yml  per-label `blacklists` (terms + character window: a match near them is not PHI) and
                `triggers` (terms + window that raise the score, and that let an identifier which fails
                its check digits still be reported as a generic ID)
@@ -22,6 +25,7 @@ from typing import Any, Iterable
 
 from .canonical import CANONICAL_LABELS
 from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
+from .titles import TITLES_FILE, Titles
 from .validators import get_validator
 from .yamlio import read_yaml_mapping
 
@@ -156,8 +160,10 @@ class RegexPack:
     """All patterns of one locale and their context rules; `find(text)` returns the PHI matches."""
 
     def __init__(self, locale: str, patterns: list[Pattern], blacklists: dict[str, list[ContextRule]],
-                 triggers: dict[str, list[ContextRule]], source_dir: Path | None = None):
+                 triggers: dict[str, list[ContextRule]], source_dir: Path | None = None,
+                 titles_file: Path | None = None):
         self.locale = locale
+        self.titles_file = titles_file  # its locale's titles, `{title}` (saved with the pack)
         self.patterns = patterns
         self.blacklists = blacklists
         self.triggers = triggers
@@ -172,6 +178,11 @@ class RegexPack:
             raise PackError(f"{pack_file}: regex pack file not found")
         raw = read_yaml_mapping(pack_file, PackError, _MAPPING)
         vocab = {k: list(v) for k, v in (raw.get("vocab") or {}).items()}
+        titles_file = _titles_file(path, raw)
+        if titles_file is not None:
+            if "title" in vocab:
+                raise PackError(f"{pack_file}: `title` is the locale's titles (`titles:`), not a vocab list")
+            vocab["title"] = Titles.read(titles_file, PackError).forms()
         patterns = [_parse_pattern(pack_file, i, p, vocab) for i, p in enumerate(raw.get("patterns") or [])]
         names = [p.name for p in patterns]
         duplicates = {n for n in names if names.count(n) > 1}
@@ -181,7 +192,7 @@ class RegexPack:
         context = read_yaml_mapping(context_file, PackError, _MAPPING) if context_file.exists() else {}
         blacklists = _parse_context(context_file, context.get("blacklists") or {})
         triggers = _parse_context(context_file, context.get("triggers") or {})
-        return cls(raw.get("locale", path.name), patterns, blacklists, triggers, source_dir=path)
+        return cls(raw.get("locale", path.name), patterns, blacklists, triggers, source_dir=path, titles_file=titles_file)
 
     def to_dir(self, path: str | Path) -> None:
         """Copy the pack's data files (used by the spaCy component's to_disk)."""
@@ -193,6 +204,8 @@ class RegexPack:
             src = self.source_dir / name
             if src.exists() and src.resolve() != (path / name).resolve():
                 shutil.copyfile(src, path / name)
+        if self.titles_file is not None and self.titles_file.resolve() != (path / TITLES_FILE).resolve():
+            shutil.copyfile(self.titles_file, path / TITLES_FILE)  # the copy is found first (_titles_file)
 
     @property
     def labels(self) -> list[str]:
@@ -257,11 +270,24 @@ class RegexPack:
 
 
 # ---------------------------------------------------------------------- parsing helpers
+def _titles_file(path: Path, raw: dict) -> Path | None:
+    """The titles a pack splices as `{title}`: the copy saved beside a pipeline's pack, else the file
+    its pack.yml names (`titles:`, from the pack's folder: its locale's), else none."""
+    if (path / TITLES_FILE).is_file():
+        return path / TITLES_FILE
+    if not raw.get("titles"):
+        return None
+    named = path / str(raw["titles"])
+    if not named.is_file():
+        raise PackError(f"{path / 'pack.yml'}: titles file {raw['titles']!r} not found from {path}")
+    return named
+
+
 def expand_vocab(regex: str, vocab: dict[str, list[str]], where: str) -> str:
     def replace(m: re.Match) -> str:
         name = m.group(1)
-        if name not in vocab:
-            return m.group(0)  # a quantifier like {2} never matches the name syntax; other braces stay
+        if name not in vocab:  # a quantifier like {2} never matches the name syntax
+            raise PackError(f"{where}: {{{name}}} names no word list of the pack (vocab, or titles: `{{title}}`)")
         words = sorted(vocab[name], key=len, reverse=True)
         return "(?:" + "|".join(re.escape(w) for w in words) + ")"
 

@@ -3,8 +3,10 @@ kinds of languages/<lc>/surrogates.yml.
 
 Every identifier is implemented once, in deid_runtime.ids; its validator is named after
 its registry key with an underscore ("es.nass" -> "es_nass", the names the packs used before the
-registry). The few other names check what is not one national identifier. Every validator takes
-the matched string (separators allowed) and returns True only if the check digits are right.
+registry). A country module adds the names of its own that are not one identifier (its `VALIDATORS`:
+fr's "fr_ins", es's "es_dni_or_nie"), and the few names here check what belongs to no country.
+Every validator takes the matched string (separators allowed) and returns True only if the check
+digits are right.
 """
 
 from __future__ import annotations
@@ -38,18 +40,32 @@ def ip_address(value: str) -> bool:
     return True
 
 
-def es_dni_or_nie(value: str) -> bool:
-    return ids.es.dni.is_valid(value) or ids.es.nie.is_valid(value)
-
-
-VALIDATORS: dict[str, Callable[[str], bool]] = {validator_name(key): ids.get(key).is_valid for key in ids.keys()}
-VALIDATORS.update({
+# What belongs to no country
+GENERIC: dict[str, Callable[[str], bool]] = {
     "luhn": luhn_valid,
     "ip": ip_address,
     "iban": ids.iban_is_valid,  # any country, with the national check digits of those registered
-    "es_dni_or_nie": es_dni_or_nie,
-    "fr_ins": ids.fr.nir.is_valid,  # the INS (identifiant national de santé) is the person's NIR
-})
+}
+
+
+def _collect() -> dict[str, Callable[[str], bool]]:
+    """Every identifier's validator, the names the country modules add, and the generic ones; a
+    name given twice is an error (a country module must not shadow another's or a generic one)."""
+    found: dict[str, Callable[[str], bool]] = {validator_name(key): ids.get(key).is_valid for key in ids.keys()}
+    for country, module in ids.country_modules().items():
+        for name, check in (getattr(module, "VALIDATORS", None) or {}).items():
+            if not name.startswith(f"{country}_") or name in found:
+                raise ValueError(f"deid_runtime.ids.{country}: validator name {name!r} must start with "
+                                 f"'{country}_' and be new")
+            found[name] = check
+    for name, check in GENERIC.items():
+        if name in found:
+            raise ValueError(f"validator name {name!r} is generic; a country module gives it too")
+        found[name] = check
+    return found
+
+
+VALIDATORS: dict[str, Callable[[str], bool]] = _collect()
 
 
 def get_validator(name: str) -> Callable[[str], bool]:

@@ -9,21 +9,49 @@ format, read by the regex packs' validators (deid_runtime/validators.py), the su
     ids.layout(value, "## ######## ##")    # a written layout, given as data: "28 12345678 40"
 
 Each identifier has `compact`, `is_valid`, `generate` and, where the format has check digits,
-`calc_check_digit(s)`; python-stdnum does the work wherever it has the format (see core.py).
+`calc_check_digit(s)`; python-stdnum does the work wherever it has the format (see core.py), and a
+`role` (what it identifies: core.ROLES), which the training corpus uses to choose the target's
+identifier for a source one.
+
+A country is one module of this package, named by its ISO 3166 code (`fr.py`): everything about
+its identifiers is there (the formats, their roles, and the few validator names the regex packs use
+that are not one identifier, in its `VALIDATORS`). The modules are found by discovery, not listed:
+adding a country is adding its module.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import random
+from types import ModuleType
 from typing import Iterable
 
 from stdnum import iban as std_iban
 
-from . import br, de, es, fr, gb, it, nl, pt, us  # noqa: F401  (each registers its identifiers)
-from .core import Identifier, get, keys, layout, layout_of, strip_separators
+from .core import DEFAULT_ROLE, ROLES, Identifier, get, keys, layout, layout_of, strip_separators
 
-__all__ = ["Identifier", "get", "keys", "layout", "layout_of", "strip_separators", "identify",
-           "surrogate_like", "iban_is_valid"]
+__all__ = ["DEFAULT_ROLE", "ROLES", "Identifier", "get", "keys", "layout", "layout_of", "strip_separators", "identify",
+           "surrogate_like", "iban_is_valid", "country_modules", "discover"]
+
+# The modules of this package that are no country: what every identifier shares.
+SHARED_MODULES = ("core", "iban")
+_COUNTRIES: dict[str, ModuleType] = {}
+
+
+def discover() -> dict[str, ModuleType]:
+    """Import every country module of this package (each registers its identifiers on import) and
+    return them by country code. Called once on import; again, it imports only modules added to
+    the package's path since (a test adds one)."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.name not in SHARED_MODULES and not info.name.startswith("_") and info.name not in _COUNTRIES:
+            _COUNTRIES[info.name] = importlib.import_module(f"{__name__}.{info.name}")
+    return dict(sorted(_COUNTRIES.items()))
+
+
+def country_modules() -> dict[str, ModuleType]:
+    """The country modules found, by ISO 3166 code: {"br": <module ...ids.br>, "de": ...}."""
+    return dict(sorted(_COUNTRIES.items()))
 
 
 def iban_is_valid(value: str) -> bool:
@@ -64,3 +92,6 @@ def surrogate_like(value: str, rng: random.Random, candidates: Iterable[str]) ->
     if fallback is None:
         raise RuntimeError(f"{identifier.key}: no surrogate different from the original in 100 draws")
     return fallback
+
+
+discover()

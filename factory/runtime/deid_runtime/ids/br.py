@@ -15,6 +15,7 @@ class Cpf(StdnumIdentifier):
     br.cpf, which computes them in a private function: they are solved against its validator)."""
 
     key, module = "br.cpf", std_cpf
+    role = "national"
     layout = "###.###.###-##"
 
     def calc_check_digits(self, payload: str) -> str | None:
@@ -33,6 +34,7 @@ class Cns(Identifier):
     da Saúde rule). python-stdnum has no module for it."""
 
     key = "br.cns"
+    role = "insurance"
     layout = "### #### #### ####"
 
     @staticmethod

@@ -5,6 +5,7 @@ An identifier is one object with four parts, in the style of python-stdnum:
   calc_check_digit(..) the check digit(s) for a payload, where the format has any
   is_valid(value)      True only if the format and the check digits hold; never raises
   generate(rng)        a random valid value, compact, drawn from `rng` alone (reproducible)
+and a `role`, one of ROLES: what the identifier identifies, whatever the country.
 Formats python-stdnum knows (`StdnumIdentifier`) take its compact/is_valid; the country modules
 add only what stdnum lacks. Nothing here may import Faker, Argos or torch: this package travels in
 the deid-runtime wheel, which every deid_<lang> wheel requires.
@@ -26,6 +27,22 @@ PLACE = "#"  # in a layout, one character of the compact value
 # A format that excludes some values (an NHS number whose check would be 10...) is met by drawing
 # again; no format here rejects more than a few percent of draws, so this many is never reached.
 MAX_DRAWS = 1000
+
+# What an identifier identifies, in every country: a training corpus replaces a source identifier by
+# one of the target locale's for the same role (languages/<lc>/surrogates.yml, `ids.roles`): a
+# Spanish DNI becomes a French NIR, a colegiado number an RPPS.
+ROLES = (
+    "national",      # a person's national identity or tax number (DNI, NIR, SSN, BSN...)
+    "insurance",     # a person's health insurance number (NASS, NHS number, KVNR...)
+    "professional",  # a health professional's licence or registry number (RPPS, NPI, LANR...)
+    "organization",  # an establishment or company (FINESS, SIRET, partita IVA...)
+    "bank",          # a bank account (IBAN, CCC)
+    "record",        # a patient's hospital record number (no check digits; the default)
+    "episode",       # a stay, visit or request number
+    "vehicle",       # a licence plate
+    "device",        # a device or implant serial number
+)
+DEFAULT_ROLE = "record"  # a source identifier nothing tells the role of
 
 _REGISTRY: dict[str, "Identifier"] = {}
 
@@ -56,6 +73,7 @@ class Identifier:
     `calc_check_digit` with `payload_length` or `draw_payload`, or `draw` itself."""
 
     key: str = ""  # "<country>.<name>", its name in the registry
+    role: str = ""  # one of ROLES
     # How the value is usually written, '#' for each character of the compact value (see
     # `layout`); None: written compact.
     layout: str | None = None
@@ -145,6 +163,8 @@ class LuhnIdentifier(Identifier):
 def register(identifier: Identifier) -> Identifier:
     if not KEY.fullmatch(identifier.key):
         raise ValueError(f"identifier key {identifier.key!r} is not '<country>.<name>'")
+    if identifier.role not in ROLES:
+        raise ValueError(f"identifier {identifier.key!r}: role {identifier.role!r} is not one of {', '.join(ROLES)}")
     if identifier.key in _REGISTRY:
         raise ValueError(f"identifier {identifier.key!r} registered twice")
     _REGISTRY[identifier.key] = identifier

@@ -18,6 +18,7 @@ class Idnr(StdnumIdentifier):
     repeated two or three times, ISO 7064 mod 11,10 check digit (python-stdnum de.idnr)."""
 
     key, module = "de.idnr", std_idnr
+    role = "national"
     layout = "## ### ### ###"
 
     def calc_check_digit(self, payload: str) -> str:
@@ -37,6 +38,7 @@ class Kvnr(Identifier):
     python-stdnum has no module for it."""
 
     key = "de.kvnr"
+    role = "insurance"
 
     def calc_check_digit(self, payload: str) -> str:
         """`payload`: the letter and the 8 digits."""
@@ -60,6 +62,7 @@ class Lanr(Identifier):
     python-stdnum has no module for it."""
 
     key = "de.lanr"
+    role = "professional"
     SPECIALTIES = ("01", "03", "23", "34", "50", "60")  # a few of the KBV's Fachgruppen codes
 
     def calc_check_digit(self, payload: str) -> str:

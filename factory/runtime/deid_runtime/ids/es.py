@@ -17,6 +17,7 @@ class Dni(StdnumIdentifier):
     """DNI: 8 digits and a letter, "TRWAGMYFPDXBNJZSQVHLCKE"[number mod 23] (python-stdnum es.dni)."""
 
     key, module, payload_length = "es.dni", std_dni, 8
+    role = "national"
 
     def calc_check_digit(self, number: str) -> str:
         return std_dni.calc_check_digit(number)
@@ -27,6 +28,7 @@ class Nie(StdnumIdentifier):
     0/1/2 (python-stdnum es.nie). No other first letter exists."""
 
     key, module = "es.nie", std_nie
+    role = "national"
     PREFIXES = "XYZ"
 
     def calc_check_digit(self, number: str) -> str:
@@ -45,6 +47,7 @@ class Nass(Identifier):
     python-stdnum has no module for it."""
 
     key = "es.nass"
+    role = "insurance"
     layout = "##/########/##"
 
     def compact(self, value: str) -> str:
@@ -77,6 +80,7 @@ class Ccc(StdnumIdentifier):
     (python-stdnum es.ccc)."""
 
     key, module = "es.ccc", std_ccc
+    role = "bank"
     layout = "#### #### ## ##########"
 
     def calc_check_digits(self, number: str) -> str:
@@ -101,3 +105,12 @@ nie = register(Nie())
 nass = register(Nass())
 ccc = register(Ccc())
 iban = register(EsIban("ES"))
+
+
+def dni_or_nie(value: str) -> bool:
+    """A DNI or a NIE: one pattern of the pack reads both (a NIE is a DNI with X/Y/Z in front)."""
+    return dni.is_valid(value) or nie.is_valid(value)
+
+
+# Validator names of the regex packs that are not one identifier's own (`es_dni`...).
+VALIDATORS = {"es_dni_or_nie": dni_or_nie}

@@ -22,6 +22,7 @@ class Nir(StdnumIdentifier):
     97 - (first 13 digits mod 97), Corsica's 2A/2B read as 19/18 (python-stdnum fr.nir)."""
 
     key, module = "fr.nir", std_nir
+    role = "national"
     layout = "# ## ## ## ### ### ##"
 
     def calc_check_digits(self, body: str) -> str:
@@ -39,6 +40,7 @@ class Rpps(LuhnIdentifier):
     ADELI-era numbers were prefixed with 8)."""
 
     key, length = "fr.rpps", 11
+    role = "professional"
 
     def draw_payload(self, rng: random.Random) -> str:
         return "10" + random_digits(rng, 8)
@@ -48,6 +50,7 @@ class Adeli(LuhnIdentifier):
     """ADELI (paramedical professions): department (2), profession (2), order (4), Luhn key (1)."""
 
     key, length = "fr.adeli", 9
+    role = "professional"
 
     def draw_payload(self, rng: random.Random) -> str:
         return rng.choice([d for d in DEPARTMENTS if d.isdigit()]) + random_digits(rng, 6)
@@ -58,6 +61,7 @@ class Finess(LuhnIdentifier):
     digits with 2A/2B read as 20."""
 
     key, length = "fr.finess", 9
+    role = "organization"
 
     def luhn_digits(self, code: str) -> str:
         return "20" + code[2:] if code[:2] in ("2A", "2B") else code
@@ -70,6 +74,7 @@ class Siren(StdnumIdentifier):
     """SIREN (companies): 8 digits and a Luhn digit (python-stdnum fr.siren)."""
 
     key, module, payload_length = "fr.siren", std_siren, 8
+    role = "organization"
 
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)
@@ -80,6 +85,7 @@ class Siret(StdnumIdentifier):
     all 13 (python-stdnum fr.siret)."""
 
     key, module = "fr.siret", std_siret
+    role = "organization"
 
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)
@@ -114,3 +120,7 @@ finess = register(Finess())
 siren = register(Siren())
 siret = register(Siret())
 iban = register(FrIban("FR"))
+
+# Validator names of the regex packs that are not one identifier's own (`fr_nir`...): the INS
+# (identifiant national de santé) is the person's NIR, written where a note says "INS".
+VALIDATORS = {"fr_ins": nir.is_valid}

@@ -13,6 +13,7 @@ class Nhs(StdnumIdentifier):
     would be 10 is never issued (python-stdnum gb.nhs)."""
 
     key, module, payload_length = "gb.nhs", std_nhs, 9
+    role = "insurance"
     layout = "### ### ####"
 
     def calc_check_digit(self, payload: str) -> str | None:

@@ -17,6 +17,8 @@ _PART = re.compile(r"(\d+)!([nac])")  # "5!n": five digits; a: capital letters; 
 
 
 class Iban(Identifier):
+    role = "bank"
+
     def __init__(self, country: str):
         self.country = country.upper()
         self.key = f"{country.lower()}.iban"

@@ -24,6 +24,7 @@ class Codicefiscale(StdnumIdentifier):
     which also accepts the 11-digit codice fiscale of a company, its partita IVA)."""
 
     key, module = "it.codicefiscale", std_codicefiscale
+    role = "national"
 
     def calc_check_digit(self, body: str) -> str:
         """`body`: the first 15 characters."""
@@ -42,6 +43,7 @@ class Iva(StdnumIdentifier):
     the province (3: 001-100, 120, 121, 888, 999), Luhn digit (python-stdnum it.iva)."""
 
     key, module = "it.iva", std_iva
+    role = "organization"
 
     def calc_check_digit(self, payload: str) -> str:
         return luhn.calc_check_digit(payload)

@@ -13,6 +13,7 @@ class Bsn(StdnumIdentifier):
     and the last times -1 sum to a multiple of 11 (python-stdnum nl.bsn)."""
 
     key, module, payload_length = "nl.bsn", std_bsn, 8
+    role = "national"
 
     def calc_check_digit(self, payload: str) -> str | None:
         """None where no digit fits."""

@@ -21,6 +21,7 @@ class Nif(StdnumIdentifier):
     to 2); persons' numbers begin with 1, 2 or 3 (python-stdnum pt.nif)."""
 
     key, module = "pt.nif", std_nif
+    role = "national"
 
     def calc_check_digit(self, payload: str) -> str:
         return std_nif.calc_check_digit(payload)
@@ -37,6 +38,7 @@ class Cc(StdnumIdentifier):
     the sum is a multiple of 11 already)."""
 
     key, module = "pt.cc", std_cc
+    role = "national"
     layout = "######## # ###"
 
     def calc_civil_check_digit(self, civil: str) -> str:
@@ -64,6 +66,7 @@ class Niss(Identifier):
     @edyspider/validate-niss, whose example 12345678910 it accepts: tests/test_ids.py)."""
 
     key = "pt.niss"
+    role = "insurance"
     WEIGHTS = (29, 23, 19, 17, 13, 11, 7, 5, 3, 2)
 
     def calc_check_digit(self, payload: str) -> str:

@@ -15,6 +15,7 @@ class Ssn(StdnumIdentifier):
     advertising."""
 
     key, module = "us.ssn", std_ssn
+    role = "national"
     layout = "###-##-####"
 
     def draw(self, rng: random.Random) -> str | None:
@@ -28,6 +29,7 @@ class Npi(LuhnIdentifier):
     computed with the card-issuer prefix 80840 in front (CMS rule). python-stdnum has no module."""
 
     key, length, luhn_prefix = "us.npi", 10, "80840"
+    role = "professional"
 
     def is_valid_compact(self, code: str) -> bool:
         return code[:1] in ("1", "2") and super().is_valid_compact(code)

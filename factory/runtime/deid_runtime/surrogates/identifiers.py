@@ -67,7 +67,9 @@ def _registry_generator(key: str) -> Generator:
 
 
 def iban(rng: random.Random, spec: dict[str, Any]) -> str:
-    country = str(spec.get("country", "FR")).lower()
+    if not spec.get("country"):
+        raise ValueError("an `iban` identifier spec needs the `country` of its IBAN (e.g. country: FR)")
+    country = str(spec["country"]).lower()
     try:
         identifier = ids.get(f"{country}.iban")
     except KeyError:

@@ -1,8 +1,8 @@
 """The surrogate data of one locale, read once from its folder (docs/surrogate_data.md lists the files).
 
 Everything language-specific the engine knows is here, as data: formats (dates, phones, addresses),
-the words that tell a kind (triggers, titles, organisation keywords) and the word lists surrogates
-are drawn from (countries, regions, cities with postal codes, streets, organisations per kind,
+the words that tell a kind (triggers, organisation keywords, and the locale's titles: titles.yml,
+deid_runtime/titles.py) and the word lists surrogates are drawn from (countries, regions, cities with postal codes, streets, organisations per kind,
 professions, given names per sex and surnames). Nothing here imports Faker, Argos or torch.
 
 Where a locale's data is: the runtime holds none of it (a locale is added as data, without editing
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..text import fold  # the engine's modules import it from here
+from ..titles import TITLES_FILE, Titles
 from ..yamlio import EXPECTED_MAPPING, read_yaml_mapping
 
 HERE = Path(__file__).resolve().parent
@@ -126,6 +127,7 @@ class Locale:
     given_female: list[str]
     given_male: list[str]
     surnames: list[str]
+    titles: Titles = field(default_factory=lambda: Titles({}))
     # folded look-up tables, built once
     gazetteer: dict[tuple[str, ...], str] = field(default_factory=dict)
     triggers: dict[str, dict[str, frozenset]] = field(default_factory=dict)
@@ -140,6 +142,15 @@ class Locale:
         kinds = self.formats.get("kinds") or {}
         for label in ("location", "organization", "person"):
             self.triggers[label] = {kind: _phrases(words) for kind, words in (kinds.get(label) or {}).items()}
+        # A title tells a PERSON, and its sex where only one sex bears it ("Mme", not "Dr" in French):
+        # person triggers `titles`, and `female`/`male` beside the agreeing words of formats.yml.
+        person = self.triggers["person"]
+        if "titles" in person:
+            raise LocaleDataError(f"{self.folder / 'formats.yml'}: kinds.person.titles: a locale's titles are in {TITLES_FILE}")
+        female, male = _phrases(self.titles.forms("f")), _phrases(self.titles.forms("m"))
+        person["titles"] = _phrases(self.titles.forms())
+        person["female"] = (female - male) | person.get("female", frozenset())
+        person["male"] = (male - female) | person.get("male", frozenset())
         self.postal_code = re.compile(self.formats.get("postal_code") or r"^\d{4,5}$")
         # A region surrogate is drawn among the names that read as regions only (Sevilla, a
         # province too, would read as a city).
@@ -195,6 +206,7 @@ class Locale:
             given_female=read_list(folder / "given_female.txt"),
             given_male=read_list(folder / "given_male.txt"),
             surnames=read_list(folder / "surnames.txt"),
+            titles=Titles.read(folder / TITLES_FILE, LocaleDataError),
         )
 
 
