@@ -522,10 +522,7 @@ def test_shapes_hold_no_text():
 def test_training_identifiers_keep_their_kind_or_their_role():
     """A NIE stays a NIE in a Spanish corpus; in a French one, a DNI recognised by its check letter
     (no `kind` attribute from the source) becomes a NIR, the French national identifier."""
-    import yaml
-
-    roles = yaml.safe_load((ENGINE_DIR / "id_roles.yml").read_text(encoding="utf-8"))["roles"]
-    assert set(ids.keys()) <= set(roles)  # every identifier of the registry has a role
+    assert {ids.get(k).role for k in ids.keys()} <= set(ids.ROLES)  # every identifier of the registry has a role
     items = [("X-1234567-L", "ID"), ("12345678Z", "ID")]
     kept, _ = surrogate_records([_placeholder_record(f"i{i}", "NIE X-1234567-L, DNI 12345678Z.", items, "es")
                                  for i in range(10)], "es", seed=4)
