@@ -20,7 +20,7 @@ from deid_runtime import ids
 from deid_runtime import surrogates as S
 from deid_runtime.redact import (KEY_ENV, Redactor, SurrogateKeyError, demo_key, load_key, redact_text,
                                          shift_date)
-from deid_runtime.surrogates.locale import HERE as ENGINE_DIR, Locale, folded_words, locale_folder
+from deid_runtime.surrogates.locale import Locale, folded_words, locale_folder
 from deid_factory.surrogates import surrogate_records
 
 KEY = b"test key: 32 bytes of not-secret"
