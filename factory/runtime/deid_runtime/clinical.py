@@ -75,7 +75,8 @@ class ClinicalLexicon:
     drug_abbreviations: re.Pattern | None
     drug_cases: list[dict[str, Any]]
     check_words: dict[str, frozenset[str]]  # checks.yml: list name -> folded words
-    lexicon_words: frozenset[str]  # folded words a name never is: units, dose forms, lab tests, drugs
+    lexicon_words: frozenset[str]  # folded words (4 letters or more) a name never is: units, dose forms, lab tests, drugs
+    short_words: frozenset[str]  # the same of 2 or 3 letters, as written ("TA", "Hb", "mg": "Ta" may be a name)
     files: tuple[str, ...] = ()  # the data files it was read from (copied with the pack)
     source_dir: Path | None = None
 
@@ -114,16 +115,20 @@ class ClinicalLexicon:
             files.append(CHECKS_FILE)
             checks = read_yaml_mapping(checks_file, ClinicalDataError)
             check_words = {k: frozenset(fold(str(w)) for w in v or []) for k, v in checks.items() if k != "locale"}
-        lexicon_words = set(drugs) | {fold(a) for a in abbreviations}
+        never_names = list(drugs) + abbreviations
         for name in raw.get("lexicon_vocab") or []:  # the vocab lists whose words are never a name
             if name not in vocab:
                 raise ClinicalDataError(f"{main}: lexicon_vocab names {name!r}, which is not in vocab")
-            lexicon_words |= {fold(w) for w in vocab[name] if _WORD.fullmatch(w)}
+            never_names += [w for w in vocab[name] if _WORD.fullmatch(w)]
+        # one letter is an initial ("T. Renaud"), never a lexicon word; two or three are compared as
+        # written ("TA" is blood pressure, "Ta" may be a name)
+        lexicon_words = {fold(w) for w in never_names if len(w) >= 4}
+        short_words = {w for w in never_names if 2 <= len(w) <= 3}
         drug_cases = list(raw.get("drug_cases") or [])
         for i, case in enumerate(drug_cases):
             _check_case(main, f"drug_cases[{i}]", case)
         return cls(str(raw.get("locale", path.name)), patterns, frozenset(drugs), phrases, abbr_regex, drug_cases,
-                   check_words, frozenset(lexicon_words), tuple(files), path)
+                   check_words, frozenset(lexicon_words), frozenset(short_words), tuple(files), path)
 
     def to_dir(self, path: str | Path) -> None:
         """Copy its data files (the pack's to_dir: a saved pipeline carries them)."""
@@ -180,8 +185,11 @@ class ClinicalLexicon:
         return joined
 
     def is_lexicon_word(self, word: str) -> bool:
-        """A unit, dose form, lab test or drug of the locale (case and accents ignored)."""
-        return fold(word) in self.lexicon_words
+        """A unit, dose form, lab test or drug of the locale (case and accents ignored from four
+        letters on; two or three letters as written; one letter never: an initial)."""
+        if len(word) >= 4:
+            return fold(word) in self.lexicon_words
+        return word in self.short_words
 
     def words(self, name: str) -> frozenset[str]:
         """A list of checks.yml, folded (empty when the locale has none)."""

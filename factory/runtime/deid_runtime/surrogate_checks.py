@@ -15,7 +15,8 @@ number words) and its date formats. They are plain functions, one per label:
   PHONE         digits (6 to 15) with the separators phones are written with
   ID            letters and digits of an identifier, at least one digit, no clinical fact
   EMAIL, URL, IP  their form
-  ADDRESS       a street word, or a house number with a street name; no clinical fact
+  ADDRESS       a street word (or a word ending with one: "Hauptstraße"), or a house number with a
+                street name; no clinical fact
   LOCATION, ORGANIZATION, PROFESSION  letters, not only lexicon words; no clinical fact (a
                 LOCATION's digits only as a postal code)
 
@@ -134,8 +135,9 @@ def address(surface: str, words: CheckWords) -> bool:
     if words.has_fact(surface):
         return False
     folded = [fold(t) for t in _TOKEN.findall(surface)]
-    street = words.words("street_words")
-    if any(t in street for t in folded) or re.search(r"(?<!\w)[Cc]/", surface):
+    street, suffixes = words.words("street_words"), words.words("street_suffixes")
+    if any(t in street or any(len(t) > len(x) and t.endswith(x) for x in suffixes) for t in folded) \
+            or re.search(r"(?<!\w)[Cc]/", surface):
         return True
     # no street word: a house number with a street name ("Mayor 5", "12 Rue Victor Hugo")
     has_number = any(t.isdigit() for t in folded)
