@@ -12,11 +12,12 @@ number words) and its date formats. They are plain functions, one per label:
   DATE          a date of the locale (shift_date can move it, or it names a day, month or year),
                 not a duration or a schedule ("en 3 meses", "c/12h", "1-0-1")
   AGE           a number (or number words) with at most an age unit ("71 años", "8 a", "ocho años")
-  PHONE         digits (6 to 15) with the separators phones are written with
+  PHONE         digits (6 to 15) with the separators phones are written with (a label word of the
+                locale at either end let through: "Tfno.+34 945 007 000")
   ID            letters and digits of an identifier, at least one digit, no clinical fact
   EMAIL, URL, IP  their form
-  ADDRESS       a street word (or a word ending with one: "Hauptstraße"), or a house number with a
-                street name; no clinical fact
+  ADDRESS       a street word (or a word ending with one: "Hauptstraße", or a mark: "s/n"), or a
+                house number with a street name; no clinical fact
   LOCATION, ORGANIZATION, PROFESSION  letters, not only lexicon words; no clinical fact (a
                 LOCATION's digits only as a postal code)
 
@@ -105,8 +106,25 @@ def age(surface: str, words: CheckWords) -> bool:
 
 
 def phone(surface: str, words: CheckWords) -> bool:
-    digits = sum(c.isdigit() for c in surface)
-    return bool(_PHONE.match(surface.strip())) and 6 <= digits <= 15
+    core = _strip_labels(surface, words.words("phone_labels"))
+    digits = sum(c.isdigit() for c in core)
+    return bool(_PHONE.match(core)) and 6 <= digits <= 15
+
+
+def _strip_labels(surface: str, labels: frozenset[str]) -> str:
+    """The surface without the label words a span caught with a phone ("Tfno.+34 945 007 000",
+    "945 007 000 E-mail"): only words of the locale's `phone_labels`, at either end."""
+    core = surface.strip()
+    while labels:
+        head = re.match(r"^([^\W\d_]+(?:-[^\W\d_]+)?)\.?:?\s*", core)
+        tail = re.search(r"\s+([^\W\d_]+(?:-[^\W\d_]+)?)\.?:?$", core)
+        if head and fold(head.group(1)) in labels:
+            core = core[head.end():]
+        elif tail and fold(tail.group(1)) in labels:
+            core = core[:tail.start()]
+        else:
+            break
+    return core.strip()
 
 
 def identifier(surface: str, words: CheckWords) -> bool:
@@ -136,8 +154,10 @@ def address(surface: str, words: CheckWords) -> bool:
         return False
     folded = [fold(t) for t in _TOKEN.findall(surface)]
     street, suffixes = words.words("street_words"), words.words("street_suffixes")
+    marks = words.words("street_marks")  # written with punctuation: "s/n" (sin número), "c/" (calle)
+    lowered = fold(surface)
     if any(t in street or any(len(t) > len(x) and t.endswith(x) for x in suffixes) for t in folded) \
-            or re.search(r"(?<!\w)[Cc]/", surface):
+            or any(re.search(rf"(?<!\w){re.escape(m)}" + (r"(?!\w)" if m[-1:].isalnum() else ""), lowered) for m in marks):
         return True
     # no street word: a house number with a street name ("Mayor 5", "12 Rue Victor Hugo")
     has_number = any(t.isdigit() for t in folded)
