@@ -75,6 +75,7 @@ class ClinicalLexicon:
     drug_abbreviations: re.Pattern | None
     drug_cases: list[dict[str, Any]]
     check_words: dict[str, frozenset[str]]  # checks.yml: list name -> folded words
+    check_cases: dict[str, dict[str, list[str]]]  # checks.yml `cases`: label -> {"sure": [...], "unsure": [...]}
     lexicon_words: frozenset[str]  # folded words (4 letters or more) a name never is: units, dose forms, lab tests, drugs
     short_words: frozenset[str]  # the same of 2 or 3 letters, as written ("TA", "Hb", "mg": "Ta" may be a name)
     files: tuple[str, ...] = ()  # the data files it was read from (copied with the pack)
@@ -110,11 +111,16 @@ class ClinicalLexicon:
         abbr_regex = (re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(a) for a in sorted(abbreviations, key=len, reverse=True))
                                  + r")(?![\w-])") if abbreviations else None)
         check_words: dict[str, frozenset[str]] = {}
+        check_cases: dict[str, dict[str, list[str]]] = {}
         checks_file = path / CHECKS_FILE
         if checks_file.exists():
             files.append(CHECKS_FILE)
             checks = read_yaml_mapping(checks_file, ClinicalDataError)
-            check_words = {k: frozenset(fold(str(w)) for w in v or []) for k, v in checks.items() if k != "locale"}
+            check_words = {k: frozenset(fold(str(w)) for w in v) for k, v in checks.items() if isinstance(v, list)}
+            check_cases = checks.get("cases") or {}
+            for label, sides in check_cases.items():
+                if not isinstance(sides, dict) or not all(isinstance(x, str) for side in sides.values() for x in side or []):
+                    raise ClinicalDataError(f"{checks_file}: cases of {label}: `sure` and `unsure` lists of strings (quote numbers)")
         never_names = list(drugs) + abbreviations
         for name in raw.get("lexicon_vocab") or []:  # the vocab lists whose words are never a name
             if name not in vocab:
@@ -128,7 +134,7 @@ class ClinicalLexicon:
         for i, case in enumerate(drug_cases):
             _check_case(main, f"drug_cases[{i}]", case)
         return cls(str(raw.get("locale", path.name)), patterns, frozenset(drugs), phrases, abbr_regex, drug_cases,
-                   check_words, frozenset(lexicon_words), frozenset(short_words), tuple(files), path)
+                   check_words, check_cases, frozenset(lexicon_words), frozenset(short_words), tuple(files), path)
 
     def to_dir(self, path: str | Path) -> None:
         """Copy its data files (the pack's to_dir: a saved pipeline carries them)."""

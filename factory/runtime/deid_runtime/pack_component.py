@@ -24,6 +24,7 @@ from spacy.tokens import Doc, Span
 from spacy.util import filter_spans
 
 from .regex_pack import NonOverlapping, RegexPack
+from .text import BOUNDARY_CHARS
 
 DEFAULT_SPANS_KEY = "deid_regex"
 DEFAULT_CLINICAL_KEY = "deid_clinical"
@@ -96,11 +97,16 @@ class RegexPackComponent:
 
 def clinical_spans(doc: Doc, lexicon) -> list[Span]:
     """The clinical facts of the Doc's text as spans labelled with their kind. A fact covers the
-    tokens it holds whole ("contract"): a token only partly in a fact ("Andrés.enalapril", glued
-    by a typo) is not a fact, so the part that may be a name stays redactable."""
+    tokens it holds whole, and a token it holds but for punctuation ("ºC." of "38,2 ºC."); a token
+    with more outside the fact ("Andrés.enalapril", glued by a typo) is not a fact, so the part that
+    may be a name stays redactable."""
     spans = []
     for fact in lexicon.find(doc.text):
-        span = doc.char_span(fact.start, fact.end, label=fact.kind, alignment_mode="contract")
+        span = doc.char_span(fact.start, fact.end, label=fact.kind, alignment_mode="expand")
+        if span is not None:
+            outside = doc.text[span.start_char:fact.start] + doc.text[fact.end:span.end_char]
+            if any(c not in BOUNDARY_CHARS for c in outside):
+                span = doc.char_span(fact.start, fact.end, label=fact.kind, alignment_mode="contract")
         if span is not None and len(span):
             spans.append(span)
     return spans

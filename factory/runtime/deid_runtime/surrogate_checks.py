@@ -40,7 +40,7 @@ from .text import fold
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _TOKEN = re.compile(r"[^\W_]+")  # letters and digits
 _DIGIT = re.compile(r"\d")
-_PHONE = re.compile(r"^\+?[\d\s().\-/]+$")
+_PHONE = re.compile(r"^(?=[^+]*\+?[^+]*$)[\d\s().\-/+]+$")  # at most one "+"
 _ID = re.compile(r"^[\w.\-/ ]+$")
 _EMAIL = re.compile(r"^[\w.+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]|\.(?=[A-Za-z0-9]))*\.[A-Za-z]{2,24}$")
 _URL = re.compile(r"^(?:https?://|www\.)\S+$|^[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}(?:/\S*)?$", re.IGNORECASE)
@@ -167,12 +167,28 @@ def address(surface: str, words: CheckWords) -> bool:
 def location(surface: str, words: CheckWords) -> bool:
     if words.has_fact(surface):
         return False
-    s = surface.strip()
-    if words.locale.postal_code.match(s) or (s.isdigit() and 4 <= len(s) <= 6):
-        return True
-    digits_ok = all(not _DIGIT.search(t) or words.locale.postal_code.match(t) or (t.isdigit() and 4 <= len(t) <= 6)
-                    for t in _TOKEN.findall(s))
-    return digits_ok and _letters_not_lexicon(s, words)
+    rest = _without_postal_codes(surface.strip(), words.locale)
+    if rest is None:
+        return False
+    return not rest.strip(" ,.-") or (not _DIGIT.search(rest) and _letters_not_lexicon(rest, words))
+
+
+def _without_postal_codes(surface: str, locale: Locale) -> str | None:
+    """The surface with its postal codes (the locale's form, one word or two: "1017 GA") taken out;
+    None when no postal code is found and yet digits are there."""
+    parts = surface.split()
+    kept, i, found = [], 0, False
+    while i < len(parts):
+        one, two = parts[i].strip(",;."), " ".join(parts[i:i + 2]).strip(",;.")
+        if i + 1 < len(parts) and locale.postal_code.match(two):
+            i, found = i + 2, True
+        elif locale.postal_code.match(one) or (one.isdigit() and 4 <= len(one) <= 6):
+            i, found = i + 1, True
+        else:
+            kept.append(parts[i])
+            i += 1
+    rest = " ".join(kept)
+    return rest if found or not _DIGIT.search(rest) else None
 
 
 def organization(surface: str, words: CheckWords) -> bool:
