@@ -72,6 +72,7 @@ class ClinicalLexicon:
     patterns: list[FactPattern]
     drugs: frozenset[str]  # folded one-word names
     drug_phrases: dict[str, list[tuple[str, ...]]]  # first folded word -> the rest of each longer name
+    drug_regex: re.Pattern | None  # every name and phrase, one pass (drug_names)
     drug_abbreviations: re.Pattern | None
     drug_cases: list[dict[str, Any]]
     check_words: dict[str, frozenset[str]]  # checks.yml: list name -> folded words
@@ -107,9 +108,14 @@ class ClinicalLexicon:
                     drugs.add(words[0])
                 elif words:
                     phrases.setdefault(words[0], []).append(words[1:])
+        names = sorted(drugs) + sorted(" ".join((first, *rest)) for first, rests in phrases.items() for rest in rests)
+        # whole words: no letter (nor a hyphen or apostrophe of a compound) before, no letter after
+        # (a digit may touch: "atropina1%")
+        drug_regex = (re.compile(r"(?<![^\W\d_])(?<!['’-])(?:" + alternation(names, _folded_char) + r")(?![^\W\d_])",
+                                 re.IGNORECASE)
+                      if names else None)
         abbreviations = [str(a) for a in raw.get("drug_abbreviations") or []]
-        abbr_regex = (re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(a) for a in sorted(abbreviations, key=len, reverse=True))
-                                 + r")(?![\w-])") if abbreviations else None)
+        abbr_regex = re.compile(r"(?<![\w-])(?:" + alternation(abbreviations) + r")(?![\w-])") if abbreviations else None
         check_words: dict[str, frozenset[str]] = {}
         check_cases: dict[str, dict[str, list[str]]] = {}
         checks_file = path / CHECKS_FILE
@@ -133,7 +139,7 @@ class ClinicalLexicon:
         drug_cases = list(raw.get("drug_cases") or [])
         for i, case in enumerate(drug_cases):
             _check_case(main, f"drug_cases[{i}]", case)
-        return cls(str(raw.get("locale", path.name)), patterns, frozenset(drugs), phrases, abbr_regex, drug_cases,
+        return cls(str(raw.get("locale", path.name)), patterns, frozenset(drugs), phrases, drug_regex, abbr_regex, drug_cases,
                    check_words, check_cases, frozenset(lexicon_words), frozenset(short_words), tuple(files), path)
 
     def to_dir(self, path: str | Path) -> None:
@@ -149,23 +155,14 @@ class ClinicalLexicon:
 
     # ------------------------------------------------------------------ finding
     def drug_names(self, text: str) -> Iterable[Fact]:
-        """Drug names of the lexicon, as whole words (phrases: consecutive words)."""
+        """Drug names of the lexicon as whole words, case and accents ignored (a phrase: its words
+        with spaces between), and the abbreviations as written."""
         if self.drug_abbreviations is not None:
             for hit in self.drug_abbreviations.finditer(text):
                 yield Fact(hit.start(), hit.end(), "drug", "drug")
-        if not self.drugs and not self.drug_phrases:
-            return
-        words = list(_WORD.finditer(text))
-        folded = [fold(w.group(0)) for w in words]
-        for i, key in enumerate(folded):
-            best = i if key in self.drugs else -1
-            for rest in self.drug_phrases.get(key, ()):
-                j = i + len(rest)
-                if j < len(words) and tuple(folded[i + 1:j + 1]) == rest and j > best \
-                        and not text[words[i].end():words[j].start()].strip(" \t"):  # one line, spaces only between
-                    best = j
-            if best >= 0:
-                yield Fact(words[i].start(), words[best].end(), "drug", "drug")
+        if self.drug_regex is not None:
+            for hit in self.drug_regex.finditer(text):
+                yield Fact(hit.start(), hit.end(), "drug", "drug")
 
     def candidates(self, text: str) -> Iterable[Fact]:
         """Every fact any pattern or the drug lexicon finds, overlapping ones included."""
@@ -202,6 +199,18 @@ class ClinicalLexicon:
         return self.check_words.get(name, frozenset())
 
 
+# The letters fold() takes accents off, with their accented forms: a folded drug name written as a
+# regex matches the word however it is accented ("furosémide", "FUROSEMIDA"; IGNORECASE does the case).
+_ACCENTED = {"a": "aàáâãäå", "e": "eèéêë", "i": "iìíîï", "o": "oòóôõö", "u": "uùúûü", "c": "cç", "n": "nñ", "y": "yýÿ"}
+
+
+def _folded_char(ch: str) -> str:
+    """A character of a folded name as a regex: its accented forms, or spaces for a space."""
+    if ch == " ":
+        return "[ \t]+"
+    return f"[{_ACCENTED[ch]}]" if ch in _ACCENTED else re.escape(ch)
+
+
 # ---------------------------------------------------------------------- registry
 _REGISTERED: dict[str, ClinicalLexicon] = {}
 
@@ -229,6 +238,29 @@ def _check_case(where: Path, name: str, case: Any) -> None:
         raise ClinicalDataError(f"{where}: {name}: a case needs a string `text` and a list of strings `expect`")
 
 
+def alternation(words: Iterable[str], piece=re.escape) -> str:
+    """A regex matching any of `words`, longest first, written as a trie ("mg|mcg|mmHg" ->
+    "m(?:cg|g|mHg)"): the same matches as the words joined by "|" longest first, about four times
+    faster on a note, since a position is rejected on its first character instead of once per word.
+    `piece` writes one character as a regex (default: escaped)."""
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a word ends here
+
+    def build(node: dict) -> str:
+        branches = [piece(ch) + build(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        # greedy: a longer word is tried before the one that ends here, as longest-first alternation does
+        return f"(?:{body})?" if "" in node else body
+
+    return build(trie)
+
+
 def expand(regex: str, vocab: dict[str, list[str]], defs: dict[str, str], where: str, depth: int = 0) -> str:
     """`{name}`: a vocab list (escaped words, longest first) or a def (a regex piece, expanded in turn)."""
     if depth > 5:
@@ -237,7 +269,7 @@ def expand(regex: str, vocab: dict[str, list[str]], defs: dict[str, str], where:
     def replace(m: re.Match) -> str:
         name = m.group(1)
         if name in vocab:
-            return "(?:" + "|".join(re.escape(w) for w in sorted(vocab[name], key=len, reverse=True)) + ")"
+            return "(?:" + alternation(vocab[name]) + ")"
         if name in defs:
             return "(?:" + expand(defs[name], vocab, defs, where, depth + 1) + ")"
         raise ClinicalDataError(f"{where}: {{{name}}} is neither in vocab nor in defs")

@@ -56,8 +56,9 @@ class RegexPackComponent:
 
     def __call__(self, doc: Doc) -> Doc:
         pack = self._require_pack()
+        text = doc.text  # built anew at each access: once per Doc
         spans = []
-        for match in pack.find(doc.text):
+        for match in pack.find(text):
             # "expand": a match that ends inside a token covers the whole token (over-redaction beats a leak)
             span = doc.char_span(match.start, match.end, label=match.label, alignment_mode="expand")
             if span is None:
@@ -69,7 +70,7 @@ class RegexPackComponent:
             spans.append(span)
         doc.spans[self.spans_key] = spans
         if pack.clinical is not None:
-            doc.spans[self.clinical_key] = clinical_spans(doc, pack.clinical)
+            doc.spans[self.clinical_key] = clinical_spans(doc, pack.clinical, text)
             if self.write_ents:
                 spans = keep_out_of_facts(doc, spans, doc.spans[self.clinical_key])
         if self.write_ents and spans:
@@ -95,16 +96,17 @@ class RegexPackComponent:
         return self
 
 
-def clinical_spans(doc: Doc, lexicon) -> list[Span]:
+def clinical_spans(doc: Doc, lexicon, text: str | None = None) -> list[Span]:
     """The clinical facts of the Doc's text as spans labelled with their kind. A fact covers the
     tokens it holds whole, and a token it holds but for punctuation ("ºC." of "38,2 ºC."); a token
     with more outside the fact ("Andrés.enalapril", glued by a typo) is not a fact, so the part that
     may be a name stays redactable."""
     spans = []
-    for fact in lexicon.find(doc.text):
+    text = doc.text if text is None else text  # (doc.text is built anew at each access)
+    for fact in lexicon.find(text):
         span = doc.char_span(fact.start, fact.end, label=fact.kind, alignment_mode="expand")
         if span is not None:
-            outside = doc.text[span.start_char:fact.start] + doc.text[fact.end:span.end_char]
+            outside = text[span.start_char:fact.start] + text[fact.end:span.end_char]
             if any(c not in BOUNDARY_CHARS for c in outside):
                 span = doc.char_span(fact.start, fact.end, label=fact.kind, alignment_mode="contract")
         if span is not None and len(span):
