@@ -39,6 +39,11 @@ Outputs (--format; --mode tag | mask | surrogate redact, --mode annotate annotat
          OUT.partial as documents finish and it becomes OUT when the run ends.
   brat   OUT/ folder: <id>.txt + <id>.ann. Redaction: the redacted text, and T lines on the tags,
          masks or surrogates; annotate: the original text and T lines on the PHI.
+
+What redaction did is counted per label and action (tag, mask, surrogate, or "unsure": surrogate
+mode wrote a visible "[LABEL?]" because the span failed its label's check, deid_runtime/redact.py):
+in the summary line, in each journal entry and in the report's "redaction"; `--report FILE` also
+lists each document's spans ("documents": id, labels, offsets and actions; never text).
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ import typer
 # registers the project's surrogate data (languages/<lc>/surrogate_data/) with the runtime, in Dask workers too
 from . import locale as _locale  # noqa: F401
 from .records import BOM, OutputError, Record, Span, append_line, json_lines, write_text_atomic
-from deid_runtime.redact import KEY_ENV, MODES, SurrogateKeyError, load_key, redact_text
+from deid_runtime.redact import KEY_ENV, MODES, UNSURE, SurrogateKeyError, load_key, redact
 from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of
 from deid_runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
                              RouterError)
@@ -362,6 +367,7 @@ class _DocOutcome:
     name: str
     files: list[tuple[str, str]]  # (path relative to OUT, content): text and brat
     row: str | None  # the JSONL line: jsonl
+    redaction: dict | None = None  # what was done to its spans: {"counts", "spans"} (offsets, labels; no text)
 
 
 def _worker_router(settings: RedactSettings) -> tuple[Router, RedactSettings]:
@@ -382,13 +388,32 @@ def _redact_shard(state: tuple[Router, RedactSettings], sources: list[Source]) -
         src: Source = routed.meta
         name = _out_name(src.id)
         files: list[tuple[str, str]] = []
-        row = None
+        row = redaction = None
         if routed.pipeline != UNROUTED:
-            files, row = _render_document(settings, src, routed, name)
+            files, row, redaction = _render_document(settings, src, routed, name, _clinical_lexicon(router, routed))
         docs.append(_DocOutcome(src.id, src.origin, src.size, routed.lang, routed.pipeline, routed.how,
-                                routed.reason, name, files, row))
+                                routed.reason, name, files, row, redaction))
     return {"docs": docs, "stats": router.stats.to_dict(), "pipelines": sorted(router.pipelines),
             "fallback": router.fallback_name, "lang": router.force_lang}
+
+
+def _clinical_lexicon(router: Router, routed: Routed):
+    """The clinical lexicon of the pipeline that found the document's spans (its regex pack's), which
+    surrogate mode's checks read; None for the fallback (redaction then uses the one registered for
+    the language, if any)."""
+    from deid_runtime.router import pack_of
+
+    nlp = router.pipelines.get(routed.pipeline)
+    pack = pack_of(nlp) if nlp is not None else None
+    return getattr(pack, "clinical", None)
+
+
+def add_redaction_counts(total: dict, counts: dict) -> None:
+    """Add {action: {label: n}} into `total` (same shape)."""
+    for action, labels in counts.items():
+        into = total.setdefault(action, {})
+        for label, n in labels.items():
+            into[label] = into.get(label, 0) + n
 
 
 def _shard_digest(fingerprint: str, sources: list[Source]) -> str:
@@ -408,8 +433,12 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
                  min_confidence: float = DEFAULT_MIN_CONFIDENCE, min_letters: int = DEFAULT_MIN_LETTERS,
                  router: Router | None = None, progress: bool = True, allow_partial: bool = False,
                  key: bytes | None = None, demo_key: bool = False, recall_bias: float | str | None = None,
-                 cluster: ClusterOptions | None = None) -> dict:
+                 cluster: ClusterOptions | None = None, per_document: bool = False) -> dict:
     """Route, redact (or annotate) and write every document; returns the report.
+
+    report["redaction"]: spans per action and label ({"surrogate": {"PERSON": 12}, "unsure": {"AGE": 1}});
+    `per_document`: report["documents"] lists each written document's (id, lang, pipeline, counts,
+    spans [start, end, label, action] in the input's offsets): no text.
 
     report["complete"] is False when a document was not written or an input was skipped. A missing
     input raises FileNotFoundError before anything runs, unless allow_partial. Surrogate mode draws
@@ -451,9 +480,14 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     if jsonl is not None and journal.entries and jsonl.size() < journal.entries[-1]["summary"]["partial_bytes"]:
         journal.entries = []  # the rows of the journal are gone (OUT.partial replaced): start again
     counts = {"written": 0}
+    redaction: dict = {}  # {action: {label: spans}} over the run
+    documents: list[dict] = []  # per document, with per_document
 
     def add_summary(summary: dict) -> None:
         counts["written"] += summary["written"]
+        add_redaction_counts(redaction, summary.get("redaction", {}))
+        if per_document:
+            documents.extend(summary.get("documents", []))
         unrouted.extend(summary["unrouted"])
         problems.extend(summary["problems"])
         written_from.update(summary["names"])
@@ -493,7 +527,8 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
 
     def commit(shard: Shard, result: dict) -> None:
         summary = {"written": 0, "unrouted": [], "problems": [], "names": {}, "stats": result["stats"], "docs": 0,
-                   "bytes": 0, "about": {k: result[k] for k in ("pipelines", "fallback", "lang")}}
+                   "bytes": 0, "about": {k: result[k] for k in ("pipelines", "fallback", "lang")},
+                   "redaction": {}, "documents": []}
         for doc in result["docs"]:
             summary["docs"] += 1
             summary["bytes"] += doc.size
@@ -518,6 +553,9 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             else:
                 jsonl.write_line(doc.row)
             summary["written"] += 1
+            if doc.redaction is not None:
+                add_redaction_counts(summary["redaction"], doc.redaction["counts"])
+                summary["documents"].append({"id": doc.id, "lang": doc.lang, "pipeline": doc.pipeline, **doc.redaction})
         if jsonl is not None:
             jsonl.sync()
             summary["partial_bytes"] = jsonl.size()
@@ -538,35 +576,45 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
         bar.close()
     not_written = sum(1 for u in unrouted if u["pipeline"] == UNROUTED)
     router_stats = {k: (v if k == "docs" else dict(v)) for k, v in stats.items()}
-    return {"written": counts["written"], "not_written": not_written, "skipped": problems, "unrouted": unrouted,
-            "complete": not problems and not not_written, "router": router_stats,
-            "pipelines": about.get("pipelines", []), "fallback": about.get("fallback"), "lang": about.get("lang"),
-            "mode": mode, "format": output_format}
+    report = {"written": counts["written"], "not_written": not_written, "skipped": problems, "unrouted": unrouted,
+              "complete": not problems and not not_written, "router": router_stats,
+              "pipelines": about.get("pipelines", []), "fallback": about.get("fallback"), "lang": about.get("lang"),
+              "mode": mode, "format": output_format,
+              "redaction": {action: dict(sorted(labels.items())) for action, labels in sorted(redaction.items())}}
+    if per_document:
+        report["documents"] = documents
+    return report
 
 
-def _render_document(settings: RedactSettings, src: Source, routed: Routed, name: str) -> tuple[list[tuple[str, str]], str | None]:
-    """The outputs of one routed document: files (path relative to OUT, content) or one JSONL line."""
+def _render_document(settings: RedactSettings, src: Source, routed: Routed, name: str,
+                     lexicon=None) -> tuple[list[tuple[str, str]], str | None, dict | None]:
+    """The outputs of one routed document: files (path relative to OUT, content) or one JSONL line,
+    and what redaction did to its spans (None when annotating). `lexicon`: the clinical lexicon
+    surrogate mode's checks read."""
     output_format, mode = settings.output_format, settings.mode
     spans = [(s.start, s.end, s.label) for s in routed.spans]
     shift = len(src.bom)  # output offsets count the BOM, as in the file
     if mode == ANNOTATE:
         if output_format == "brat":
-            return [(f"{name}.txt", src.bom + src.text), (f"{name}.ann", _brat_ann(src.text, spans, shift))], None
+            return [(f"{name}.txt", src.bom + src.text), (f"{name}.ann", _brat_ann(src.text, spans, shift))], None, None
         record = Record(src.id, routed.lang, src.text,
                         [Span(s.start, s.end, s.label, {"source": s.source}) for s in routed.spans],
                         {"pipeline": routed.pipeline, "how": routed.how})
-        return [], srsly.json_dumps(record.to_dict())
+        return [], srsly.json_dumps(record.to_dict()), None
     surrogate_lang = routed.lang if routed.pipeline != FALLBACK else None
-    redacted, new_spans = redact_text(src.text, spans, mode=mode, lang=surrogate_lang, seed=settings.seed, doc_id=src.id,
-                                      key=settings.key, patient_id=src.patient_id, demo=settings.demo_key)
+    done = redact(src.text, spans, mode=mode, lang=surrogate_lang, seed=settings.seed, doc_id=src.id,
+                  key=settings.key, patient_id=src.patient_id, demo=settings.demo_key, lexicon=lexicon)
+    redacted, new_spans = done.text, done.spans
+    # offsets, labels and actions only: the report and the journal never hold text
+    redaction = {"counts": done.counts(), "spans": [[s + shift, e + shift, label, action] for s, e, label, action in done.actions]}
     if output_format == "text":
-        return [(f"{name}.txt", src.bom + redacted)], None
+        return [(f"{name}.txt", src.bom + redacted)], None, redaction
     if output_format == "brat":
-        return [(f"{name}.txt", src.bom + redacted), (f"{name}.ann", _brat_ann(redacted, new_spans, shift))], None
+        return [(f"{name}.txt", src.bom + redacted), (f"{name}.ann", _brat_ann(redacted, new_spans, shift))], None, redaction
     return [], srsly.json_dumps({"id": src.id, "lang": routed.lang, "pipeline": routed.pipeline,
                                  "spans": [{"start": s.start + shift, "end": s.end + shift, "label": s.label, "source": s.source}
                                            for s in routed.spans],
-                                 "redacted": src.bom + redacted})
+                                 "redacted": src.bom + redacted}), redaction
 
 
 def _summary(result: dict, out: Path) -> str:
@@ -576,7 +624,16 @@ def _summary(result: dict, out: Path) -> str:
         line += f"; {result['not_written']} documents not routed, not written"
     if r["unrouted_languages"]:
         line += f"; unrouted languages {r['unrouted_languages']}"
-    return line + f"; {len(result['skipped'])} inputs skipped"
+    line += f"; {len(result['skipped'])} inputs skipped"
+    done = result.get("redaction") or {}
+    for action, what in (("tag", "tagged"), ("mask", "masked"), ("surrogate", "replaced by surrogates")):
+        if action in done:
+            line += f"; {sum(done[action].values())} spans {what} {done[action]}"
+    if result.get("mode") == "surrogate":
+        unsure = done.get(UNSURE, {})
+        line += (f"; {sum(unsure.values())} spans masked as [LABEL?] instead of replaced (failed their label's check)"
+                 + (f" {unsure}" if unsure else ""))
+    return line
 
 
 def redact_command(
@@ -602,7 +659,8 @@ def redact_command(
     batch_size: int = typer.Option(16, "--batch-size", help="Documents per nlp.pipe batch (memory grows with it)"),
     allow_partial: bool = typer.Option(False, "--allow-partial", help="Exit 0 even when documents were not written or "
                                        "inputs were skipped (missing inputs are skipped too)"),
-    report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here"),
+    report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here, with each document's "
+                                "redacted spans: id, labels, offsets and what was done (never text)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
     workers: int = typer.Option(1, "--workers", help="Worker processes: more than 1 starts a local Dask cluster (each "
                                 "loads the pipelines)"),
@@ -620,7 +678,7 @@ def redact_command(
                               batch_size=batch_size, detect_chars=detect_chars, min_confidence=min_confidence,
                               min_letters=min_letters, progress=not quiet, allow_partial=allow_partial,
                               key=key, demo_key=demo_key, recall_bias=recall_bias,
-                              cluster=ClusterOptions(workers, scheduler))
+                              cluster=ClusterOptions(workers, scheduler), per_document=report is not None)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: the documents finished are in {out}"
                    + (" (.partial)" if output_format == "jsonl" else "") + "; run the same command again to resume", err=True)

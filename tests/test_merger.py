@@ -183,3 +183,80 @@ def test_ner_spans_do_not_start_or_end_with_punctuation_but_keep_partnered_brack
     assert _merge_text("CIPA: nhc-272226.\nNASS", "es", [("-272226", "ID")]) == [("272226", "ID")]
     assert _merge_text("Travessera de les Corts, 279 4D.", "es", [(", 279 4D.", "ADDRESS")]) == [("279 4D", "ADDRESS")]
     assert _merge_text("Tel. (+34) 912 345 678 fin", "es", [("(+34) 912 345 678", "PHONE")]) == [("(+34) 912 345 678", "PHONE")]
+
+
+# ----------------------------------------------------------------------------- clinical facts (issue 25)
+def _with_facts(text, ner, lang="es"):
+    """text through a blank pipeline with the locale's real pack (and its clinical lexicon) and the
+    merger, the NER's entities given as (substring, label); the final (text, label) entities."""
+    from deid_factory.package import default_pack_dir
+    from deid_runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank(lang)
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(default_pack_dir(lang))
+    nlp.add_pipe("deid_merger")
+    doc = nlp.make_doc(text)
+    ents = []
+    for value, label in ner:
+        start = text.index(value)
+        ents.append(doc.char_span(start, start + len(value), label=label, alignment_mode="expand"))
+    doc.ents = ents
+    for _, component in nlp.pipeline:
+        doc = component(doc)
+    return [(e.text, e.label_) for e in doc.ents]
+
+
+def test_no_candidate_of_any_label_keeps_a_dose_a_unit_or_a_drug():
+    """Issue 25's note: at --recall-bias high the NER took "mg/24h" for a PROFESSION, "40 mg/12h"
+    for an AGE and "AAS" for an ORGANIZATION; surrogate mode then wrote "furosemida 41 mg/14h"."""
+    text = "Tratamiento: enalapril 10 mg/24h, furosemida 40 mg/12h, AAS 100 mg. Hb 13,2 g/dl, plaquetas 245.000."
+    ner = [("mg/24h", "PROFESSION"), ("40 mg/12h", "AGE"), ("AAS", "ORGANIZATION"), ("13,2 g/dl", "DATE"),
+           ("245.000", "PHONE"), ("enalapril", "PERSON")]
+    assert _with_facts(text, ner) == []
+
+
+def test_a_name_next_to_a_dose_is_still_a_name():
+    text = "Se cita en 3 meses con el Dr. Ferrández 40 mg. Acude con su hijo Andrés enalapril."
+    ner = [("en 3 meses", "DATE"), ("Ferrández 40 mg", "PERSON"), ("Andrés enalapril", "PERSON")]
+    assert _with_facts(text, ner) == [("Ferrández", "PERSON"), ("Andrés", "PERSON")]
+
+
+def test_a_piece_of_stop_words_or_punctuation_left_by_a_fact_is_dropped():
+    text = "Toma 10 mg de enalapril cada 8 horas."
+    assert _with_facts(text, [("10 mg de enalapril cada 8 horas", "PERSON")]) == []
+
+
+def test_pack_dates_and_validated_identifiers_stay_phi_over_a_fact():
+    """The exemptions: a date the pack's patterns found and a pack match with valid check digits are
+    PHI even where a clinical fact is marked (here marked by hand over their tokens); the same tokens
+    as NER spans are not."""
+    nlp = spacy.blank("es")
+    text = "Cita 12/03/2021 y DNI 12345678 Z hoy"
+    for label, value, validated, source, kept in [("DATE", "12/03/2021", False, "regex", True),
+                                                  ("ID", "12345678 Z", True, "regex", True),
+                                                  ("DATE", "12/03/2021", False, "ner", False),
+                                                  ("ID", "12345678 Z", False, "regex", False)]:
+        doc = nlp(text)
+        span = doc.char_span(text.index(value), text.index(value) + len(value), label=label)
+        doc.spans["deid_clinical"] = [Span(doc, span.start, span.end, label="quantity")]
+        if source == "ner":
+            doc.ents = [span]
+            doc.spans["deid_regex"] = []
+        else:
+            span._.deid_validated, span._.deid_score, span._.deid_source = validated, 0.8, "regex"
+            doc.spans["deid_regex"] = [span]
+        out = [(e.text, e.label_) for e in _merge(doc).ents]
+        assert out == ([(value, label)] if kept else []), (label, source, validated)
+
+
+def test_the_pack_alone_keeps_its_matches_out_of_facts():
+    """Without a merger (write_ents=True, the router's union fallback), the pack component leaves
+    out its own matches that overlap a fact: "plaquetas 912.000.000" is no phone."""
+    from deid_factory.package import default_pack_dir
+    from deid_runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank("es")
+    nlp.add_pipe("deid_regex_pack").pack = RegexPack.from_dir(default_pack_dir("es"))
+    doc = nlp("Control: plaquetas 912 345 678, teléfono 912 345 678.")
+    assert [(e.text, e.label_) for e in doc.ents] == [("912 345 678", "PHONE")]
+    assert doc.ents[0].start_char == doc.text.index("teléfono") + len("teléfono ")

@@ -516,3 +516,140 @@ def test_non_overlapping_takes_a_one_shot_iterator():
     spans = [(0, 5, "PERSON"), (3, 8, "ID"), (10, 12, "DATE")]
     assert non_overlapping(iter(spans)) == non_overlapping(spans) != []
     assert (10, 12, "DATE") in non_overlapping(s for s in spans)
+
+
+# ----------------------------------------------------------------------------- issue 25: clinical facts
+# The issue's note (fictitious). Every string of FACTS must come out of redaction unchanged.
+ISSUE_NOTE = ("Paciente: Rosario Benítez Carmona, 71 años. Acude acompañada de su hijo Andrés.\n"
+              "Tratamiento: enalapril 10 mg/24h, metformina 850 mg 1-0-1, furosemida 40 mg/12h, AAS 100 mg.\n"
+              "Analítica: leucocitos 8.200/mm3, Hb 13,2 g/dl, plaquetas 245.000, creatinina 1,1 mg/dl, HbA1c 7,4 %.\n"
+              "TA 135/85 mmHg, FC 78 lpm, SatO2 96 %. Se cita en 3 meses con el Dr. Ferrández.\n")
+FACTS = ["enalapril", "10 mg/24h", "metformina", "850 mg", "1-0-1", "furosemida", "40 mg/12h", "AAS", "100 mg",
+         "leucocitos 8.200/mm3", "Hb 13,2 g/dl", "plaquetas 245.000", "creatinina 1,1 mg/dl", "HbA1c 7,4 %",
+         "TA 135/85 mmHg", "FC 78 lpm", "SatO2 96 %", "en 3 meses"]
+
+
+def _es_lexicon():
+    from deid_factory.package import default_pack_dir
+    from deid_runtime.regex_pack import RegexPack
+
+    return RegexPack.from_dir(default_pack_dir("es")).clinical
+
+
+def test_surrogate_mode_writes_a_visible_tag_for_a_span_that_is_not_of_its_kind():
+    """Spans a bad NER gave to a dose: none gets a plausible value, each is a visible "[LABEL?]" and
+    counted; the real name and age still get surrogates. Tag and mask modes are unchanged."""
+    from deid_runtime.redact import UNSURE, redact
+
+    items = [("Rosario Benítez Carmona", "PERSON"), ("71 años", "AGE"), ("mg/24h", "PERSON"), ("40 mg/12h", "AGE"),
+             ("AAS", "ORGANIZATION"), ("en 3 meses", "DATE"), ("Ferrández", "PERSON")]
+    spans = _spans(ISSUE_NOTE, items)
+    done = redact(ISSUE_NOTE, spans, "surrogate", lang="es", doc_id="n", key=KEY, lexicon=_es_lexicon())
+    assert "enalapril 10 [PERSON?]," in done.text and "furosemida [AGE?]," in done.text
+    assert "[ORGANIZATION?] 100 mg" in done.text and "Se cita [DATE?] con" in done.text
+    assert "Rosario" not in done.text and "Ferrández" not in done.text and "71 años" not in done.text
+    assert [done.text[s:e] for s, e, _ in done.spans][2:6] == ["[PERSON?]", "[AGE?]", "[ORGANIZATION?]", "[DATE?]"]
+    assert done.counts() == {"surrogate": {"AGE": 1, "PERSON": 2}, UNSURE: {"AGE": 1, "DATE": 1, "ORGANIZATION": 1, "PERSON": 1}}
+    assert [a[3] for a in done.actions] == ["surrogate", "surrogate", UNSURE, UNSURE, UNSURE, UNSURE, "surrogate"]
+    assert [a[:3] for a in done.actions] == spans  # offsets of the original, never its text
+    # the names of the document are learnt from the sure spans only: "mg" is no one's surname
+    assert redact(ISSUE_NOTE, spans, "tag").counts() == {"tag": {"AGE": 2, "DATE": 1, "ORGANIZATION": 1, "PERSON": 3}}
+    assert redact(ISSUE_NOTE, spans, "tag").text == redact_text(ISSUE_NOTE, spans, "tag")[0]
+
+
+def _issue_ner(doc):
+    """A stand-in NER that does what the issue's did: the patient is a PERSON, a dose an AGE."""
+    text = doc.text
+    doc.ents = [doc.char_span(text.index(v), text.index(v) + len(v), label=label, alignment_mode="expand")
+                for v, label in (("Rosario Benítez Carmona", "PERSON"), ("mg/12h", "AGE")) if v in text]
+    return doc
+
+
+def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_report(tmp_path, monkeypatch):
+    """Issue 25, wanted 4: replacements per label and the spans masked because they failed their
+    check, in the summary line, in each journal entry and, with --report, per document (ids, labels,
+    offsets; never text). The dose is kept out of the AGE by the merger, so here the clinical
+    lexicon is left out of the pack: the surrogate check alone must catch it."""
+    import spacy
+    from spacy.language import Language
+
+    from deid_factory.package import default_pack_dir
+    from deid_factory.redact_cli import _summary, redact_files
+    from deid_factory.scaleout import ShardJournal
+    from deid_runtime.regex_pack import RegexPack
+    from deid_runtime.router import Router
+
+    if "issue25_ner" not in Language.factories:
+        Language.component("issue25_ner", func=_issue_ner)
+    pack = RegexPack.from_dir(default_pack_dir("es"))
+    pack.clinical = None  # no facts marked: the merger lets the AGE through
+    nlp = spacy.blank("es")
+    nlp.add_pipe("issue25_ner")
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = pack
+    nlp.add_pipe("deid_merger")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text(ISSUE_NOTE, encoding="utf-8")
+    kept = []  # the journal's text when the run removes it
+    monkeypatch.setattr(ShardJournal, "remove", lambda self: (self.close(), kept.append(self.path.read_text(encoding="utf-8"))))
+    out = tmp_path / "out"
+    report = redact_files([notes], out, "text", "surrogate", router=Router({"es": nlp}), progress=False, key=KEY,
+                          per_document=True)
+    assert report["redaction"] == {"surrogate": {"PERSON": 1}, "unsure": {"AGE": 1}}
+    line = _summary(report, out)
+    assert "1 spans replaced by surrogates {'PERSON': 1}" in line
+    assert "1 spans masked as [LABEL?] instead of replaced (failed their label's check) {'AGE': 1}" in line
+    start = ISSUE_NOTE.index("mg/12h")
+    (doc,) = report["documents"]
+    assert doc["id"] == "a" and doc["counts"] == report["redaction"]
+    assert [start, start + len("mg/12h"), "AGE", "unsure"] in doc["spans"]
+    written = (out / "a.txt").read_text(encoding="utf-8")
+    assert "furosemida 40 [AGE?]," in written and "Rosario" not in written
+    journal = [json.loads(row) for row in kept[0].splitlines()]
+    assert journal[1]["summary"]["redaction"] == report["redaction"]
+    assert journal[1]["summary"]["documents"][0]["spans"] == doc["spans"]
+    assert "Rosario" not in kept[0] and "mg/12h" not in kept[0] and "Rosario" not in json.dumps(report)
+    # without --report the documents are not kept in memory; the counts are
+    report = redact_files([notes], tmp_path / "out2", "text", "surrogate", router=Router({"es": nlp}), progress=False,
+                          key=KEY)
+    assert "documents" not in report and report["redaction"]["unsure"] == {"AGE": 1}
+
+
+@pytest.mark.parametrize("bias", ["0", "high", "30"])
+def test_the_issues_note_through_a_real_pipeline_keeps_every_clinical_fact(train_pipeline, tmp_path, caplog, bias):
+    """The issue's note through the tests' tiny trained deid_es, with `factory redact`, in every mode,
+    at the packaged setting, at --recall-bias high and at 30 (nearly every token PHI: a very bad NER):
+    every dose, unit, lab value, schedule, duration and drug name comes out unchanged, and the
+    patient's name never."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "issue.txt").write_text(ISSUE_NOTE, encoding="utf-8")
+    (tmp_path / "key").write_bytes(KEY)
+    for mode in ("tag", "mask", "surrogate"):
+        out = tmp_path / f"out-{mode}"
+        code, printed = _redact([notes, "--out", out, "--pipelines", train_pipeline, "--lang", "es", "--quiet",
+                                 "--recall-bias", bias, "--mode", mode, "--key-file", tmp_path / "key"], caplog)
+        assert code == 0, printed
+        written = (out / "issue.txt").read_text(encoding="utf-8")
+        changed = [f for f in FACTS if written.count(f) < ISSUE_NOTE.count(f)]
+        assert not changed, (mode, bias, changed, written)
+        assert "Rosario" not in written and "Benítez" not in written, (mode, bias)
+
+
+@pytest.mark.parametrize("lang,value", [
+    ("es", "1-0-1"), ("es", "1-1-1"), ("es", "2-2-2"), ("es", "en 3 meses"), ("es", "cada 12 horas"), ("es", "40 mg/12h"),
+    ("es", "durante 2 semanas"), ("es", "c/8h"), ("fr", "dans 3 mois"), ("fr", "toutes les 8 heures"),
+    ("en", "every 8 hours"), ("en", "for 2 weeks"), ("de", "alle 8 Stunden"), ("de", "in 3 Monaten"),
+    ("it", "ogni 8 ore"), ("pt", "de 8 em 8 horas"), ("nl", "elke 8 uur")])
+def test_the_date_shift_never_touches_durations_and_schedules(lang, value):
+    """Issue 25, wanted 3: "en 3 meses", "cada 12 horas", "40 mg/12h", "1-1-1" are not dates. The
+    shift refuses them ("1-1-1" was moved as the 1st of January 2001), and surrogate mode writes a
+    DATE span over one as "[DATE?]", never as an invented date."""
+    from deid_factory.package import default_pack_dir
+    from deid_runtime.regex_pack import RegexPack
+
+    RegexPack.from_dir(default_pack_dir(lang))  # registers the locale's clinical lexicon
+    assert shift_date(value, 30, lang) is None
+    text = f"Pauta: {value}."
+    out = redact_text(text, [(7, 7 + len(value), "DATE")], "surrogate", lang=lang, doc_id="d", key=KEY)[0]
+    assert out == "Pauta: [DATE?].", out

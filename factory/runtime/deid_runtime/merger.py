@@ -22,6 +22,12 @@ NER spans are first cut at line breaks (see split_at_line_breaks), then complete
 (see complete_words): a name-like span that stops at a hyphen inside a word ("Perros" of
 "Perros-Guirec") takes the rest of the word, and a PERSON span takes the initials written right
 before it ("T." of "Dr T. Renaud").
+Clinical facts are never PHI (see outside_facts): before the resolution, every candidate, of any
+label and from any source, loses the tokens of the clinical facts the pack marked
+(`doc.spans["deid_clinical"]`: doses, units, lab values, schedules, durations, drug names), and is
+cut in pieces around them; a piece of punctuation or stop words alone is dropped. Exempt: a DATE the
+pack's date patterns found and a pack match the merger trusts as validated (check digits or a
+certain score). The rest of a candidate stays PHI: a name next to a dose is still a name.
 Keeping the three views (NER alone, regex alone, merged) on every Doc lets the evaluation
 score each of them from one pass.
 """
@@ -35,6 +41,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .canonical import CANONICAL_LABELS
+from .pack_component import DEFAULT_CLINICAL_KEY, exempt_from_facts, fact_tokens
 from .regex_pack import NonOverlapping
 
 NER_SPANS_KEY = "deid_ner"
@@ -186,13 +193,45 @@ def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[s
     return start, end
 
 
+def _filler(token) -> bool:
+    """A token that is never PHI on its own: space, punctuation, a stop word ("de", "y", "el")."""
+    return token.is_space or token.is_punct or token.is_stop or not token.text.strip()
+
+
+def outside_facts(doc: Doc, start: int, end: int, in_fact: bytearray) -> list[tuple[int, int]]:
+    """The pieces of [start, end) outside the clinical facts: the span itself when it touches none;
+    else the runs of tokens between the facts, their edge punctuation and spaces dropped, and a piece
+    of fillers only (punctuation, stop words) dropped whole."""
+    if not any(in_fact[start:end]):
+        return [(start, end)]
+    pieces, i = [], start
+    while i < end:
+        if in_fact[i]:
+            i += 1
+            continue
+        j = i
+        while j < end and not in_fact[j]:
+            j += 1
+        s, e = i, j
+        while s < e and (doc[s].is_space or _edge_punct(doc[s], doc, s, e)):
+            s += 1
+        while e > s and (doc[e - 1].is_space or _edge_punct(doc[e - 1], doc, s, e)):
+            e -= 1
+        if s < e and not all(_filler(doc[k]) for k in range(s, e)):
+            pieces.append((s, e))
+        i = j
+    return pieces
+
+
 class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
                  structured_labels: list[str], ner_first_labels: list[str],
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
-                 title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95):
+                 title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95,
+                 clinical_key: str = DEFAULT_CLINICAL_KEY):
         self.name = name
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
+        self.clinical_key = clinical_key
         self.structured = set(structured_labels)
         self.ner_first = set(ner_first_labels)
         self.whole_word, self.initials = set(whole_word_labels), set(initials_labels)
@@ -223,6 +262,13 @@ class DeidMerger:
             validated = validated or (s._.deid_score is not None and s._.deid_score >= self.trusted_score)
             candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
                                          validated, s._.deid_kind or ""))
+        facts = doc.spans[self.clinical_key] if self.clinical_key in doc.spans else []
+        if len(facts):
+            in_fact = fact_tokens(doc, facts)
+            candidates = [_Candidate(start, end, c.label, c.source, c.score, c.validated, c.kind)
+                          for c in candidates
+                          for start, end in ([(c.start, c.end)] if c.source == "regex" and exempt_from_facts(c.label, c.validated)
+                                             else outside_facts(doc, c.start, c.end, in_fact))]
         final = []
         for c in resolve(candidates, self.structured, self.ner_first):
             span = Span(doc, c.start, c.end, label=c.label)
@@ -243,9 +289,10 @@ class DeidMerger:
 
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
-                initials_labels: list[str], title_letters: list[str], trusted_score: float) -> DeidMerger:
+                initials_labels: list[str], title_letters: list[str], trusted_score: float,
+                clinical_key: str) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
-                      whole_word_labels, initials_labels, title_letters, trusted_score)
+                      whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key)
 
 
 Language.factory(
@@ -260,5 +307,6 @@ Language.factory(
         "initials_labels": DEFAULT_INITIALS,
         "title_letters": DEFAULT_TITLE_LETTERS,
         "trusted_score": 0.95,
+        "clinical_key": DEFAULT_CLINICAL_KEY,
     },
 )(make_merger)

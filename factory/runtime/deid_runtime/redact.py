@@ -21,6 +21,15 @@ What a surrogate keeps of the original:
              health centre, university, company, institution), ADDRESS its house number and
              postal code; all in the original's casing
   AGE        its form, moved by 1-2 years; EMAIL / URL / IP only in documentation-reserved names
+
+A surrogate only where the span is surely of its kind: before a span is replaced, its surface must
+pass the check of its label (surrogate_checks.py: a PERSON has letters and no digit, unit or drug
+name; a DATE is a date of the locale and not a duration or schedule; an AGE is an age...). A span
+that fails is written as a visible tag, "[PERSON?]", never as a plausible value, and counted: a
+dose that a detector took for a name or an age is hidden, not silently changed. Numbers with units
+are never changed in any mode: the merger keeps them out of every PHI span (merger.py).
+`redact()` returns what was done to each span (`Redaction.actions`, `Redaction.counts()`: ids,
+labels and offsets only), for the run's summary, journal and report.
 Runtime module (travels in the deid-runtime wheel, which every deid_<lang> wheel requires): Faker is used for names when installed.
 """
 
@@ -30,20 +39,27 @@ import hashlib
 import hmac
 import os
 import random
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from . import clinical
+from .surrogate_checks import CheckWords, surely_of_kind
 from .surrogates import dates, identifiers, values
 from .surrogates.forms import match_casing
 from .surrogates.kinds import describe
 from .surrogates.locale import Locale, fold, load_locale
 from .surrogates.names import PersonWords
-from .text import replace_spans
+from .text import replace_spans, trim_span
 
 from .regex_pack import NonOverlapping
 
 MODES = ("tag", "mask", "surrogate")
 SpanT = tuple[int, int, str]
+# What redaction did to a span: its mode's action ("tag", "mask", "surrogate"), or UNSURE: surrogate
+# mode wrote a visible tag because the span failed the check of its label.
+UNSURE = "unsure"
 KEY_ENV = "DEID_SURROGATE_KEY"
 MIN_KEY_BYTES = 16  # 128 bits: a key that cannot be guessed
 CONTEXT_CHARS = 60  # text before a span read for trigger words and titles ("País:", "Sra.")
@@ -116,10 +132,18 @@ class Redactor:
         return DocumentSurrogates(scope, load_locale(lang), self.max_shift_days)
 
     def redact(self, text: str, spans: Sequence[SpanT], doc_id: str, lang: str | None = None,
-               patient_id: str | None = None) -> tuple[str, list[SpanT]]:
+               patient_id: str | None = None, lexicon: clinical.ClinicalLexicon | None = None) -> "Redaction":
+        """Each span replaced by its surrogate when it passes the check of its label, else by
+        "[LABEL?]". `lexicon`: the clinical lexicon the checks read (default: the one registered for
+        `lang` by a loaded pack)."""
         surrogates = self.document(doc_id, lang, patient_id)
-        return _rewrite(text, spans, lambda start, end, label: surrogates.get(label, text[start:end], _context(text, start)),
-                        before=lambda chosen: surrogates.learn_persons(text, chosen), trim=True)
+        words = CheckWords(lexicon if lexicon is not None else clinical.lexicon_for(lang), surrogates.locale)
+        chosen = non_overlapping(spans)
+        sure = [surely_of_kind(label, text[start:end], words) for start, end, label in chosen]
+        surrogates.learn_persons(text, [span for span, ok in zip(chosen, sure) if ok])
+        values = [surrogates.get(label, text[start:end], _context(text, start)) if ok else unsure_tag(label)
+                  for (start, end, label), ok in zip(chosen, sure)]
+        return _rewrite(text, chosen, values, ["surrogate" if ok else UNSURE for ok in sure])
 
 
 class DocumentSurrogates:
@@ -181,23 +205,51 @@ def _context(text: str, start: int) -> str:
     return text[max(0, start - CONTEXT_CHARS):start]
 
 
-def _rewrite(text: str, spans: Sequence[SpanT], replace, before=None, trim: bool = False) -> tuple[str, list[SpanT]]:
-    """The text with each (non-overlapping) span replaced, and the spans' offsets in it; `trim`: a
-    span leaves out punctuation its replacement starts or ends with ("Transportes Gil S.A." is
-    written whole, its span ends before the last dot), as spans everywhere in the project do."""
-    chosen = non_overlapping(spans)
-    if before is not None:
-        before(chosen)
-    values = [replace(start, end, label) for start, end, label in chosen]  # in text order
-    new_text, placed = replace_spans(text, [(start, end) for start, end, _ in chosen], values, trim=trim)
-    return new_text, [(start, end, label) for (start, end), (_, _, label) in zip(placed, chosen)]
+def unsure_tag(label: str) -> str:
+    """What surrogate mode writes for a span that failed its check: visibly not a real value."""
+    return f"[{label}?]"
 
 
-def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
-                seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
-                patient_id: str | None = None, demo: bool = False) -> tuple[str, list[SpanT]]:
-    """Redacted text and the spans' offsets in it. Surrogate mode needs `key` (or `demo=True`:
-    the demo key of `seed`, not secret)."""
+@dataclass
+class Redaction:
+    """A redacted text, its spans' offsets in it, and what was done to each span: `actions` holds
+    (start, end, label, action) in the ORIGINAL text's offsets, action "tag", "mask", "surrogate"
+    or UNSURE. Holds no text of the original beyond `text` itself (the redacted one)."""
+
+    text: str
+    spans: list[SpanT]
+    actions: list[tuple[int, int, str, str]] = field(default_factory=list)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """{action: {label: spans}}, e.g. {"surrogate": {"PERSON": 3}, "unsure": {"AGE": 1}}."""
+        out: dict[str, Counter] = {}
+        for _, _, label, action in self.actions:
+            out.setdefault(action, Counter())[label] += 1
+        return {action: dict(sorted(c.items())) for action, c in sorted(out.items())}
+
+
+def _rewrite(text: str, chosen: Sequence[SpanT], values: Sequence[str], actions: Sequence[str]) -> Redaction:
+    """The text with each (non-overlapping, sorted) span replaced by its value, and the spans'
+    offsets in it. A surrogate's span leaves out punctuation it starts or ends with ("Transportes
+    Gil S.A." is written whole, its span ends before the last dot), as spans everywhere in the
+    project do; a tag's span ("[PERSON]", "[AGE?]") is the whole tag."""
+    new_text, placed = replace_spans(text, [(start, end) for start, end, _ in chosen], values)
+    spans = []
+    for (start, end), value, action, (_, _, label) in zip(placed, values, actions, chosen):
+        if action == "surrogate":
+            lead, tail = trim_span(value, 0, len(value))
+            start, end = start + lead, start + tail
+        spans.append((start, end, label))
+    return Redaction(new_text, spans, [(start, end, label, action) for (start, end, label), action in zip(chosen, actions)])
+
+
+def redact(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
+           seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
+           patient_id: str | None = None, demo: bool = False,
+           lexicon: clinical.ClinicalLexicon | None = None) -> Redaction:
+    """The redacted text, its spans' offsets and what was done to each span. Surrogate mode needs
+    `key` (or `demo=True`: the demo key of `seed`, not secret); `lexicon`: the clinical lexicon its
+    checks read (default: the one a loaded pack registered for `lang`)."""
     if mode not in MODES:
         raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
     if mode == "surrogate":
@@ -206,10 +258,21 @@ def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str 
                 raise SurrogateKeyError(f"surrogate mode needs a secret key: --key-file FILE or ${KEY_ENV} "
                                         f"(--demo-key for a demonstration with a key that is not secret)")
             key = demo_key(seed)
-        return Redactor(key).redact(text, spans, doc_id, lang, patient_id)
+        return Redactor(key).redact(text, spans, doc_id, lang, patient_id, lexicon)
+    chosen = non_overlapping(spans)
     if mode == "tag":
-        return _rewrite(text, spans, lambda s, e, label: f"[{label}]")
-    return _rewrite(text, spans, lambda s, e, label: "".join(c if c.isspace() else mask_char for c in text[s:e]))
+        values = [f"[{label}]" for _, _, label in chosen]
+    else:
+        values = ["".join(c if c.isspace() else mask_char for c in text[s:e]) for s, e, _ in chosen]
+    return _rewrite(text, chosen, values, [mode] * len(chosen))
+
+
+def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
+                seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
+                patient_id: str | None = None, demo: bool = False) -> tuple[str, list[SpanT]]:
+    """Redacted text and the spans' offsets in it (redact(), without the actions)."""
+    done = redact(text, spans, mode, lang, seed, doc_id, mask_char, key, patient_id, demo)
+    return done.text, done.spans
 
 
 def redact_doc(doc, mode: str = "tag", seed: int = 0, doc_id: str = "", mask_char: str = "*",

@@ -9,6 +9,9 @@ A pack is a folder `regex_packs/<lc>/` holding
   context.yml  per-label `blacklists` (terms + character window: a match near them is not PHI) and
                `triggers` (terms + window that raise the score, and that let an identifier which fails
                its check digits still be reported as a generic ID)
+  clinical.yml, drugs.txt, checks.yml (optional)
+               the locale's clinical facts (units, schedules, durations, lab values, drug names)
+               and the words of the surrogate checks (deid_runtime/clinical.py): `pack.clinical`
 
 This module is part of deid-runtime, which every deid_<lang> wheel requires, so it depends only on
 PyYAML and python-stdnum (through validators.py).
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from . import clinical
 from .canonical import CANONICAL_LABELS
 from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
 from .titles import TITLES_FILE, Titles
@@ -161,13 +165,14 @@ class RegexPack:
 
     def __init__(self, locale: str, patterns: list[Pattern], blacklists: dict[str, list[ContextRule]],
                  triggers: dict[str, list[ContextRule]], source_dir: Path | None = None,
-                 titles_file: Path | None = None):
+                 titles_file: Path | None = None, clinical_lexicon: clinical.ClinicalLexicon | None = None):
         self.locale = locale
         self.titles_file = titles_file  # its locale's titles, `{title}` (saved with the pack)
         self.patterns = patterns
         self.blacklists = blacklists
         self.triggers = triggers
         self.source_dir = source_dir
+        self.clinical = clinical_lexicon  # what redaction never changes (None: the folder has no clinical.yml)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -192,7 +197,16 @@ class RegexPack:
         context = read_yaml_mapping(context_file, PackError, _MAPPING) if context_file.exists() else {}
         blacklists = _parse_context(context_file, context.get("blacklists") or {})
         triggers = _parse_context(context_file, context.get("triggers") or {})
-        return cls(raw.get("locale", path.name), patterns, blacklists, triggers, source_dir=path, titles_file=titles_file)
+        try:
+            lexicon = clinical.ClinicalLexicon.from_dir(path)
+        except clinical.ClinicalDataError as err:
+            raise PackError(str(err)) from None
+        locale = raw.get("locale", path.name)
+        if lexicon is not None:
+            lexicon.locale = locale
+            clinical.register(lexicon)  # redaction of this locale's spans checks surrogates with it
+        return cls(locale, patterns, blacklists, triggers, source_dir=path, titles_file=titles_file,
+                   clinical_lexicon=lexicon)
 
     def to_dir(self, path: str | Path) -> None:
         """Copy the pack's data files (used by the spaCy component's to_disk)."""
@@ -206,6 +220,8 @@ class RegexPack:
                 shutil.copyfile(src, path / name)
         if self.titles_file is not None and self.titles_file.resolve() != (path / TITLES_FILE).resolve():
             shutil.copyfile(self.titles_file, path / TITLES_FILE)  # the copy is found first (_titles_file)
+        if self.clinical is not None:
+            self.clinical.to_dir(path)
 
     @property
     def labels(self) -> list[str]:

@@ -17,7 +17,9 @@ from typing import Any
 from .forms import casing_of
 from .locale import Locale, fold, load_locale
 
-_NUMERIC3 = re.compile(r"^(\d{1,4})([/.\-])(\d{1,2})\2(\d{1,4})$")
+# A full numeric date: yyyy-m-d, or d-m-yy / d-m-yyyy (m-d-y where the locale writes so). A year of 1
+# or 3 digits is no date: "1-1-1" and "2-0-2" are dose schedules (breakfast-lunch-dinner), never shifted.
+_NUMERIC3 = re.compile(r"^(?:(\d{4})([/.\-])(\d{1,2})\2(\d{1,2})|(\d{1,2})([/.\-])(\d{1,2})\6(\d{2}|\d{4}))$")
 _NUMERIC2 = re.compile(r"^(\d{1,2})([/.\-])(\d{1,2}|\d{4})(\.?)$")
 _YEAR = re.compile(r"^\d{4}$")
 _NUMBER = re.compile(r"(\d+)([^\W\d_]{1,2}\b)?")
@@ -44,7 +46,7 @@ def date_parts(value: str, locale: Locale) -> dict[str, Any]:
     """The form of a date string, without keeping it: {form, parts, weekday, digits}."""
     s = value.strip()
     digits = sum(c.isdigit() for c in s)
-    if _NUMERIC3.match(s):
+    if _numeric3(s):
         return {"form": "numeric", "parts": "dmy", "weekday": False, "digits": digits}
     m = _NUMERIC2.match(s)
     if m:
@@ -66,6 +68,14 @@ def date_parts(value: str, locale: Locale) -> dict[str, Any]:
         parts = ""
     form = "written" if digits else ("words" if month or weekday else "other")
     return {"form": form, "parts": parts, "weekday": weekday and parts != "w", "digits": digits}
+
+
+def _numeric3(s: str) -> tuple[str, str, str, str] | None:
+    """(first, separator, second, third) of a full numeric date, or None."""
+    m = _NUMERIC3.match(s)
+    if m is None:
+        return None
+    return m.group(1, 2, 3, 4) if m.group(1) else m.group(5, 6, 7, 8)
 
 
 # ----------------------------------------------------------------------------- shifting
@@ -118,9 +128,9 @@ def shift_date(value: str, days: int, lang: str | Locale | None) -> str | None:
     order = info.get("order", "dmy")
     s = value.strip()
     try:
-        m = _NUMERIC3.match(s)
-        if m:
-            a, sep, b, c = m.group(1), m.group(2), m.group(3), m.group(4)
+        m3 = _numeric3(s)
+        if m3:
+            a, sep, b, c = m3
             if len(a) == 4:  # ISO-like yyyy-mm-dd
                 d = _shift(int(a), int(b), int(c), days)
                 pad = len(b) == 2 and len(c) == 2
