@@ -243,6 +243,11 @@ class Locale:
             raise LocaleError(f"no {path.name} for locale {self.lang!r}: {path}")
         return _read_yaml(path)
 
+    def pack_files(self) -> list[Path]:
+        """The data files of the locale's regex pack folder (patterns, context rules, clinical lexicon)."""
+        folder = self.pack_dir
+        return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".yml", ".txt")) if folder.is_dir() else []
+
     def stage_files(self) -> dict[str, list[Path]]:
         """The locale data files each stage of its project reads when this locale is the build's
         target, those that exist (weasel refuses a step whose deps are missing): the locale's own
@@ -255,7 +260,9 @@ class Locale:
         dep of a copy holding that locale's three folders."""
         # the pack reads the locale's titles (its `{title}`: pack.yml `titles:`), and the merger's config
         # gets the one-letter ones at assembly
-        pack = [self.pack_dir / name for name in ("pack.yml", "context.yml")] + [self.titles_file]
+        # every data file of the pack folder: pack.yml, context.yml, and the clinical lexicon that the
+        # saved pack carries (clinical.yml, drugs.txt, checks.yml: deid_runtime/clinical.py)
+        pack = [*self.pack_files(), self.titles_file]
         own_source = self.settings.get("source_lang") == self.lang
         native = own_source or float(self.settings.get("native_share") or 0) > 0
         data = self.surrogate_data_files()
