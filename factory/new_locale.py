@@ -36,6 +36,8 @@ TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from the start locale with a note on top:
 # they hold word lists and formats of that language that the new locale must translate.
 STARTER_CONCERNS = ("silver.yml", "placeholders.yml", "surrogates.yml", "errors.yml")
+# the clinical lexicon of a pack folder (deid_runtime/clinical.py), copied from the start locale
+LEXICON_FILES = ("clinical.yml", "drugs.txt", "checks.yml")
 DEFAULT_START = "en"
 STARTER_ENTRIES = 6  # entries of each word list the starter corpus takes from the start locale's data
 # The start locale's date formats (surrogate data, Python format fields) in the synthetic corpus's fields
@@ -225,7 +227,8 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
                               errors.yml copied from the start locale, surrogate_data/ copied from its
                               (formats, word lists, titles.yml) with the locale's own faker locale,
                               surnames, calling code and identifier country, the rendered spaCy project
-      regex_packs/<lang>/     a starter pack with its cases, context.yml
+      regex_packs/<lang>/     a starter pack with its cases, context.yml, and the start locale's
+                              clinical lexicon (clinical.yml, drugs.txt, checks.yml) to translate
       corpora/synth/<lang>/   a starter synthetic corpus (templates/new_locale/synth/: sentences and
                               words in English, formats and places from the start locale's data)
 
@@ -273,6 +276,16 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
             note = (f"# Copied from languages/{start.lang}/{concern} by `factory new-locale {lang}`: translate the\n"
                     f"# word lists and formats below into {name} before building deid_{lang}.\n")
             target.write_text(note + text, encoding="utf-8")
+            written.append(target)
+    # the clinical lexicon (units, doses, drug names, the surrogate checks' words): the start locale's,
+    # to translate; a pack without one could not tell a dose from PHI (deid_runtime/clinical.py)
+    for lexicon_file in LEXICON_FILES:
+        source = start.pack_dir / lexicon_file
+        if source.exists():
+            target = packs_dir(root) / lang / lexicon_file
+            note = (f"# Copied from regex_packs/{start.pack_dir.name}/{lexicon_file} by `factory new-locale {lang}`: "
+                    f"translate it into {name}\n# (units, dose forms and drug names as {name} notes write them).\n")
+            target.write_text(note + source.read_text(encoding="utf-8"), encoding="utf-8")
             written.append(target)
     synth_target.mkdir(parents=True)
     for template in sorted((TEMPLATES / "synth").glob("*.yml")):

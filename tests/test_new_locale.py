@@ -26,7 +26,8 @@ def test_scaffold_writes_a_working_starter_pack(tmp_path):
     # an empty project starts from the factory's own `en`: its settings and surrogate data (titles included)
     english = {p.name for p in Locale.load("en").surrogate_data_files()} | {"silver.yml", "placeholders.yml", "surrogates.yml", "errors.yml"}
     assert {p.name for p in written} == {"locale.yml", "pack.yml", "context.yml", "project.yml", "config.cfg",
-                                         "sections.yml", "lexicon.yml", "clinical.yml", "formats.yml", "slots.yml"} | english
+                                         "sections.yml", "lexicon.yml", "clinical.yml", "formats.yml", "slots.yml",
+                                         "checks.yml", "drugs.txt"} | english  # + the start pack's clinical lexicon
     assert "titles.yml" in english
     settings = yaml.safe_load((tmp_path / "languages" / "it" / "locale.yml").read_text())
     assert settings["lang"] == "it" and settings["faker_locale"] == "it_IT" and settings["regex_pack"] == "it"
@@ -188,6 +189,9 @@ def test_a_fresh_scaffold_loads_through_locale_without_a_build(tmp_path, monkeyp
     pack = load_pack("ca")
     assert all(r.passed for r in run_pack_cases(pack))
     assert pack.titles_file.resolve() == ca.titles_file.resolve()  # `{title}` is the locale's titles
+    # the clinical lexicon starts as the start locale's: a dose is never PHI from the first build on
+    assert pack.clinical is not None and pack.clinical.drugs and pack.clinical.patterns and "mg" in pack.clinical.short_words
+    assert [p.name for p in ca.pack_files()] == ["checks.yml", "clinical.yml", "context.yml", "drugs.txt", "pack.yml"]
     records = list(read_corpus(ca.synth_dir, "synth", lang="ca", n=5, seed=1))
     assert len(records) == 5 and all(r.spans for r in records)
     titled = {r.text[:s.start].split()[-1] for r in records for s in r.spans
