@@ -67,6 +67,38 @@ def run_pack_cases(pack: RegexPack) -> list[CaseResult]:
     return [check_case(pack, p, i) for p in pack.patterns for i in range(len(p.cases))]
 
 
+def run_clinical_cases(pack: RegexPack) -> list[CaseResult]:
+    """The cases of the pack folder's clinical lexicon (clinical.yml patterns, drug cases, the
+    surrogate checks' cases of checks.yml), as CaseResults: a fact found or not, a surface sure of its
+    label or not. [] when the pack has no clinical lexicon."""
+    from deid_runtime.clinical import case_result
+    from deid_runtime.surrogate_checks import CheckWords, surely_of_kind
+    from deid_runtime.surrogates.locale import load_locale
+
+    lexicon = pack.clinical
+    if lexicon is None:
+        return []
+    results = []
+    for pattern in lexicon.patterns:
+        for i, case in enumerate(pattern.cases):
+            expected, found = case_result(lexicon, case)
+            results.append(CaseResult(pack.locale, f"clinical:{pattern.name}", i, case["text"],
+                                      [(e, "FACT") for e in expected], [(f, "FACT") for f in found]))
+    for i, case in enumerate(lexicon.drug_cases):
+        expected, found = case_result(lexicon, case)
+        results.append(CaseResult(pack.locale, "clinical:drugs", i, case["text"],
+                                  [(e, "FACT") for e in expected], [(f, "FACT") for f in found]))
+    words = CheckWords(lexicon, load_locale(pack.locale)) if lexicon.check_cases else None
+    for label, sides in lexicon.check_cases.items():
+        for side in ("sure", "unsure"):
+            for i, surface in enumerate(sides.get(side) or []):
+                sure = surely_of_kind(label, surface, words)
+                # a "sure" case expects the surface back as its label; an "unsure" one expects nothing
+                results.append(CaseResult(pack.locale, f"check:{label}:{side}", i, surface,
+                                          [(surface, label)] if side == "sure" else [], [(surface, label)] if sure else []))
+    return results
+
+
 def minimum_problems(pack: RegexPack) -> list[str]:
     """Why the pack is not finished yet (too few cases, too few negatives, untested patterns); [] when it is."""
     cases = [c for p in pack.patterns for c in p.cases]
@@ -92,7 +124,7 @@ def pack_test_command(
 ) -> None:
     """Run every test case of one locale pack and print the failures (pytest runs the same cases in CI)."""
     pack = load_pack(locale, packs_dir)
-    results = run_pack_cases(pack)
+    results = run_pack_cases(pack) + run_clinical_cases(pack)  # pytest runs the same cases
     failures = [r for r in results if not r.passed]
     for failure in failures:
         typer.echo(failure.describe(), err=True)

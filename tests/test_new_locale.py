@@ -66,6 +66,33 @@ def test_pack_test_command_reports_failures(tmp_path):
     assert "pattern 'email', case 0" in bad.output
 
 
+def test_pack_test_runs_the_clinical_lexicon_s_cases_too(tmp_path):
+    """`factory pack-test` runs every case pytest runs: the clinical lexicon's (facts, drugs, the
+    surrogate checks) beside the patterns'; a broken one fails the command and is named."""
+    scaffold_locale("it", "Italian", "it_IT", root=tmp_path)  # with the start locale's clinical lexicon
+    packs = tmp_path / "regex_packs"
+    runner = CliRunner()
+    ok = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(packs), "--no-minimums"])
+    assert ok.exit_code == 0 and "0 failed" in ok.output, ok.output
+    clinical_file, checks_file = packs / "it" / "clinical.yml", packs / "it" / "checks.yml"
+    clinical, checks = (yaml.safe_load(f.read_text(encoding="utf-8")) for f in (clinical_file, checks_file))
+    # a fact case that expects nothing where the lexicon finds a dose
+    case = next(c for p in clinical["patterns"] for c in p["cases"] if c["expect"])
+    case["expect"] = []
+    clinical_file.write_text(yaml.safe_dump(clinical, allow_unicode=True), encoding="utf-8")
+    bad = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(packs), "--no-minimums"])
+    assert bad.exit_code == 1 and "pattern 'clinical:" in bad.output, bad.output
+    case["expect"] = []
+    clinical_file.write_text(yaml.safe_dump({k: v for k, v in clinical.items() if k != "patterns"} | {"patterns": []},
+                                            allow_unicode=True), encoding="utf-8")
+    # a surrogate check case on the wrong side: a name said unsure, a dose said sure
+    person = checks["cases"]["PERSON"]
+    person["sure"], person["unsure"] = person["unsure"], person["sure"]
+    checks_file.write_text(yaml.safe_dump(checks, allow_unicode=True), encoding="utf-8")
+    bad = runner.invoke(app, ["pack-test", "it", "--packs-dir", str(packs), "--no-minimums"])
+    assert bad.exit_code == 1 and "pattern 'check:PERSON:" in bad.output, bad.output
+
+
 def test_scaffold_copies_concerns_and_renders_the_project(tmp_path):
     english = tmp_path / "languages" / "en"
     english.mkdir(parents=True)
