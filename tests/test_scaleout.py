@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from deid_factory import redact_cli
+from deid_factory import redact_cli, scaleout
 from deid_factory.redact_cli import journal_path, redact_files
 from deid_factory.scaleout import ClusterOptions, ShardFailed, ShardTask, run_shards, shards_of
 
@@ -187,33 +187,141 @@ def test_a_changed_input_is_redone_not_resumed(es_pipeline, tmp_path, small_shar
     assert report["written"] == 40 and report["router"]["docs"] == 40
 
 
+# A note's text, as a shard's payload and in the message of the error a task raises with it: none of
+# it may reach a log, the client's or a worker's.
+SECRET = "Rosendo Albarracín Quesada, DNI 48291735X"
+SECRET_PIECES = ("Rosendo", "Albarracín", "48291735X")
+
+
 def _setup(config):
     return config
 
 
 def _fail_on_shard(state, payload):
-    if payload == [["secret text"]]:
-        raise ValueError("secret text")  # an error message holding PHI
+    if payload == [[SECRET]]:
+        raise ValueError(f"cannot read {payload!r}")  # an error message holding PHI
     return payload
 
 
-def test_a_failing_task_tells_its_shard_and_type_never_its_message(capfd, dask_cluster):
+def _exit_on_shard(state, payload):
+    raise SystemExit(f"stopped on {payload!r}")
+
+
+def _raise_with_text(text):
+    raise ValueError(f"cannot read {text!r}")
+
+
+def _log_text_three_ways(text):
+    import logging
+    import warnings
+
+    logging.getLogger("some.library").warning("reading %s", text)  # an argument
+    logging.getLogger("some.library").warning(f"reading {text}")  # a message formatted before logging
+    warnings.warn(f"reading {text}")  # a Python warning (logged once captured)
+    return 0
+
+
+def _log_to_file(path):
+    """Run on a worker: every record of the worker process (root and Dask's own logger, which does
+    not propagate) also goes to `path`, whatever its level."""
+    import logging
+
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter("%(name)s - %(levelname)s - %(message)s"))
+    handler.set_name("test-scaleout-file")
+    for name in ("", "distributed"):
+        logging.getLogger(name).addHandler(handler)
+
+
+def _stop_logging_to_file():
+    import logging
+
+    for name in ("", "distributed"):
+        logger = logging.getLogger(name)
+        for handler in [h for h in logger.handlers if h.get_name() == "test-scaleout-file"]:
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def _worker_logs(client) -> str:
+    """What the workers logged, as the scheduler gives it (each worker keeps Dask's own log lines)."""
+    return "\n".join(message for lines in client.get_worker_logs().values() for _, message in lines)
+
+
+@pytest.fixture()
+def by_value():
+    """The workers cannot import this test module: its functions travel by value."""
     import cloudpickle
 
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this test module
-    try:
-        task = ShardTask("test", _setup, _fail_on_shard, {"x": 1})
-        with pytest.raises(ShardFailed) as caught:
-            run_shards(task, shards_of([["fine"], ["secret text"]], 1), lambda s, r: None,
-                       ClusterOptions(scheduler=dask_cluster.scheduler_address))
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_failing_task_tells_its_shard_and_type_never_its_message(capfd, dask_cluster, by_value):
+    from distributed import Client
+
+    task = ShardTask("test", _setup, _fail_on_shard, {"x": 1})
+    with pytest.raises(ShardFailed) as caught:
+        run_shards(task, shards_of([["fine"], [SECRET]], 1), lambda s, r: None,
+                   ClusterOptions(scheduler=dask_cluster.scheduler_address))
     assert str(caught.value) == "shard 1: ValueError"
     out, err = capfd.readouterr()
-    assert "secret text" not in out + err  # neither the task's arguments nor its message reached a log
+    with Client(dask_cluster) as client:
+        logged = out + err + _worker_logs(client)
+    # neither the task's arguments nor its message reached a log: the client's or the workers'
+    assert not [piece for piece in SECRET_PIECES if piece in logged]
     # in this process, the same loop raises the error itself (nothing is logged either)
     with pytest.raises(ValueError):
-        run_shards(task, shards_of([["fine"], ["secret text"]], 1), lambda s, r: None)
+        run_shards(task, shards_of([["fine"], [SECRET]], 1), lambda s, r: None)
+
+
+def test_the_task_dask_runs_never_raises():
+    """Whatever the shard's code raises, Dask gets a return value (Dask logs a failed task's
+    arguments and message): the shard number and the exception type, the exception itself only
+    when it says its message is PHI-free."""
+    failed = scaleout._run_on_worker(ShardTask("test", _setup, _fail_on_shard, {"x": 1}), 7, [[SECRET]])
+    assert (failed.index, failed.type_name, failed.error) == (7, "ValueError", None)
+    exited = scaleout._run_on_worker(ShardTask("test", _setup, _exit_on_shard, {"x": 2}), 3, [[SECRET]])
+    assert (exited.index, exited.type_name, exited.error) == (3, "SystemExit", None)
+    told = scaleout._run_on_worker(ShardTask("test", _setup, _fail_with_a_phi_free_error, {"x": 3}), 4, [[SECRET]])
+    assert isinstance(told.error, ShardFailed) and str(told.error) == "shard 9: KeyError"
+    assert not [piece for piece in SECRET_PIECES for f in (failed, exited, told) if piece in repr(f)]
+    assert scaleout._run_on_worker(ShardTask("test", _setup, _fail_on_shard, {"x": 1}), 0, [["fine"]]) == [["fine"]]
+
+
+def _fail_with_a_phi_free_error(state, payload):
+    raise ShardFailed(9, "KeyError")
+
+
+def test_a_task_that_raises_on_a_worker_leaves_no_text_in_the_workers_logs(dask_cluster, tmp_path, by_value):
+    """The second guard: an exception that escapes to Dask anyway (here a function submitted
+    without run_shards' wrapper) is logged by the worker ("Compute Failed") without its arguments
+    or message, and so are other libraries' log lines and warnings on the worker. Read from the
+    worker processes' own logs: a file handler installed on each, and the scheduler's copy."""
+    import uuid
+
+    from distributed import Client
+
+    # run_shards installs the scrubber on the cluster's workers (nothing else in this module does)
+    run_shards(ShardTask("test", _setup, _fail_on_shard, {"x": 4}), shards_of([["fine"]], 1), lambda s, r: None,
+               ClusterOptions(scheduler=dask_cluster.scheduler_address))
+    key = f"test-{uuid.uuid4().hex[:8]}-shard-000001"
+    with Client(dask_cluster) as client:
+        files = {address: tmp_path / f"worker{i}.log" for i, address in enumerate(client.scheduler_info()["workers"])}
+        for address, path in files.items():
+            client.run(_log_to_file, str(path), workers=[address])
+        try:
+            failing = client.submit(_raise_with_text, SECRET, key=key, pure=False)
+            assert isinstance(failing.exception(timeout=60), ValueError)
+            client.run(_log_text_three_ways, SECRET)
+        finally:
+            client.run(_stop_logging_to_file)
+        logged = _worker_logs(client) + "\n".join(p.read_text(encoding="utf-8") for p in files.values() if p.exists())
+    assert not [piece for piece in SECRET_PIECES if piece in logged], logged[-3000:]
+    assert "Compute Failed" in logged and key in logged  # the failure was logged, by shard key
+    assert logged.count("some.library") >= 2 * len(files) and "py.warnings" in logged  # and so were the others
 
 
 def test_shards_are_consecutive_and_bounded():
