@@ -5,7 +5,9 @@ the unit of work and of commit: a worker runs `ShardTask.run(state, payload)` on
 is what `ShardTask.setup(config)` built once per worker process (the Argos route, the loaded
 pipelines), and the client commits the results *in shard order* through the caller's `commit`.
 So the outputs are the same bytes whatever the number of workers, and a run killed at any point
-has committed a prefix of the shards, which the caller's resume skips.
+has committed a prefix of the shards, which the caller's resume skips. Each committed shard says
+where it ran (`Shard.ran_on`: the worker's address and process id; "local" in this process), which
+the redact journal records.
 
 Where the work runs (`ClusterOptions`):
   * workers=1, no scheduler: in this process, through the same shard loop and commit (no Dask);
@@ -102,12 +104,28 @@ class ShardTask:
         object.__setattr__(self, "token", digest[:16])
 
 
+@dataclass(frozen=True)
+class WorkerId:
+    """Where a shard ran: the Dask worker's address ("local": this process, no Dask) and the
+    process id of the worker process."""
+
+    address: str
+    pid: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"address": self.address, "pid": self.pid}
+
+
+LOCAL = "local"  # WorkerId.address of a shard run in the client's own process
+
+
 @dataclass
 class Shard:
     index: int
     payload: Any
     size: int  # records in it (progress)
     digest: str = ""  # of its input, when the caller's resume needs one (ShardJournal)
+    ran_on: WorkerId | None = None  # set when its result arrives, before it is committed
 
 
 class ShardFailed(RuntimeError):
@@ -159,6 +177,24 @@ class _Failure:
     error: BaseException | None
 
 
+@dataclass
+class _Done:
+    """A task's result, with the worker that computed it."""
+
+    ran_on: WorkerId
+    result: Any
+
+
+def _this_worker() -> WorkerId:
+    from distributed import get_worker
+
+    try:
+        address = get_worker().address
+    except ValueError:  # not in a Dask worker (called directly)
+        address = LOCAL
+    return WorkerId(address, os.getpid())
+
+
 def _state_of(task: ShardTask) -> Any:
     if task.token not in _STATES:
         _STATES[task.token] = task.setup(task.config)
@@ -185,7 +221,7 @@ def _run_on_worker(task: ShardTask, index: int, payload: Any) -> Any:
         except BaseException as err:
             return _safe_error(index, err, in_setup=True)
         try:
-            return task.run(state, payload)
+            return _Done(_this_worker(), task.run(state, payload))
         except BaseException as err:
             return _safe_error(index, err, in_setup=False)
     except BaseException as err:  # _safe_error itself failed (an exception whose attributes raise)
@@ -296,10 +332,13 @@ def run_shards(task: ShardTask, shards: Iterable[Shard], commit: Callable[[Shard
     Ctrl-C or an error: what was committed stays committed, queued shards are cancelled, the
     cluster is closed, and the exception propagates."""
     if not cluster.uses_dask:
+        here = WorkerId(LOCAL, os.getpid())
         for shard in shards:
             if state is None:
                 state = task.setup(task.config)
-            commit(shard, task.run(state, shard.payload))
+            result = task.run(state, shard.payload)
+            shard.ran_on = here
+            commit(shard, result)
         return
     with _dask_client(cluster) as client:
         _run_on_cluster(client, task, shards, commit)
@@ -387,7 +426,8 @@ def _run_on_cluster(client, task: ShardTask, shards: Iterable[Shard], commit: Ca
                 raise ShardFailed(index, type(err).__name__) from None
             if isinstance(result, _Failure):
                 _raise_failure(result)
-            done[index] = result
+            pending[index][0].ran_on = result.ran_on
+            done[index] = result.result
             while order and order[0] in done:
                 shard, _ = pending.pop(order[0])
                 commit(shard, done.pop(order.popleft()))
@@ -400,7 +440,7 @@ def _run_on_cluster(client, task: ShardTask, shards: Iterable[Shard], commit: Ca
 # ----------------------------------------------------------------------------- resume
 class ShardJournal:
     """The shards a run committed, for a later run to resume after them: one JSON line per shard
-    ({"shard", "digest", "summary"}), appended and fsynced after the shard's outputs are written.
+    ({"shard", "digest", "summary", "ran_on"}), appended and fsynced after the shard's outputs are written.
 
     `fingerprint` identifies the run's settings; a journal of other settings is discarded. A
     shard's `digest` identifies its input: `resumable` gives the committed prefix of shards whose
@@ -435,10 +475,12 @@ class ShardJournal:
         self.handle = self.path.open("a", encoding="utf-8")
         self._append_line = append_line
 
-    def record(self, index: int, digest: str, summary: dict[str, Any]) -> None:
+    def record(self, index: int, digest: str, summary: dict[str, Any], ran_on: WorkerId | None = None) -> None:
         import srsly
 
         entry = {"shard": index, "digest": digest, "summary": summary}
+        if ran_on is not None:
+            entry["ran_on"] = ran_on.to_dict()  # where it ran (an address and a process id: no PHI)
         self._append_line(self.handle, srsly.json_dumps(entry))
         self.entries.append(entry)
 
