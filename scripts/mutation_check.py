@@ -4,8 +4,8 @@ Each break of scripts/mutation_breaks.yml (learn rate 0, a DNI letter off by one
 written, Dask bypassed, the translate stage's socket guard off...) is applied to a throwaway copy of
 this working tree, and only the tests named for it run there. A break is *caught* when at least one
 of its tests fails (or errors) with the break and passed on the unbroken copy (the control run).
-Prints a Markdown table and exits 1 if any break was not caught. Not part of CI (it takes about an
-hour on 2 cores, the end-to-end builds of learn-rate-0 most of it): run it by hand before a release
+Prints a Markdown table and exits 1 if any break was not caught. Not part of CI (it takes about half
+an hour on 2 cores, the end-to-end builds most of it): run it by hand before a release
 or after changing a test that a break names (docs/reliability.md).
 
     python scripts/mutation_check.py                      # every break, with the control run
@@ -62,6 +62,7 @@ class Outcome:
     """Per test id: passed, failed, error or skipped."""
 
     results: dict[str, str] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)  # failed or errored test -> the first line of why
     seconds: float = 0.0
     problem: str = ""  # why the tests could not run (a patch that does not apply, the wrong code imported)
 
@@ -153,9 +154,12 @@ def run_tests(repo: Path, env: dict[str, str], tests: list[str], first_failure: 
         return outcome
     for case in ET.parse(report).getroot().iter("testcase"):
         test_id = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
-        kinds = {child.tag for child in case}
+        kinds = {child.tag: child for child in case}
         outcome.results[test_id] = ("failed" if "failure" in kinds else "error" if "error" in kinds
                                     else "skipped" if "skipped" in kinds else "passed")
+        why = kinds.get("failure", kinds.get("error"))
+        if why is not None:
+            outcome.messages[test_id] = (why.get("message") or "").strip().split("\n")[0][:200]
     if ret.returncode not in (0, 1) or not outcome.results:  # 2-5: interrupted, usage error, nothing collected
         outcome.problem = f"pytest ended with {ret.returncode}: {ret.stdout[-500:]}"
     return outcome
@@ -233,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             result, failing = verdict(brk, outcome, control)
             print(f"{brk.name}: {result} ({len(failing)} failing of {len(outcome.results)}, {outcome.seconds:.0f} s) "
                   f"{outcome.problem}", file=sys.stderr, flush=True)
+            for test_id in failing:  # why each failed: the break's effect, not an accident of the copy
+                print(f"    {test_id}: {outcome.messages.get(test_id, '')}", file=sys.stderr, flush=True)
             rows.append((brk, result, failing, outcome))
             if not args.keep:
                 shutil.rmtree(workdir / brk.name, ignore_errors=True)

@@ -1,6 +1,6 @@
 """scripts/mutation_check.py (run by hand, docs/reliability.md): its breaks still apply to the code as it
 is, so that a refactor cannot silently turn a break into a no-op, and the tests it names exist. The
-check itself (each break in a copy of the tree, its tests run there) is not run here: it takes an hour."""
+check itself (each break in a copy of the tree, its tests run there) is not run here: it takes half an hour."""
 
 from __future__ import annotations
 
