@@ -560,7 +560,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             jsonl.sync()
             summary["partial_bytes"] = jsonl.size()
         add_summary(summary)
-        journal.record(shard.index, shard.digest, summary)
+        journal.record(shard.index, shard.digest, summary, shard.ran_on)
 
     try:
         run_shards(ShardTask("redact", _worker_router, _redact_shard, settings), shards(), commit, cluster, state=state)

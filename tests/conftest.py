@@ -332,3 +332,15 @@ def translate_no_network(monkeypatch) -> list:
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     return attempts
+
+
+# ----------------------------------------------------------------------------- e2e_ fixtures
+@pytest.fixture(scope="session")
+def e2e_es_build(tmp_path_factory):
+    """One small offline es build per test run (tests/test_build_e2e.py's build_small_es: the es
+    project copied, `spacy project run build` with its SMALL vars, the wheel installed into a
+    temporary folder), for the end-to-end tests that read it or build on a copy of it; a build takes
+    minutes, and each test that made its own made the suite that much longer."""
+    from test_build_e2e import build_small_es
+
+    return build_small_es(tmp_path_factory.mktemp("e2e_es_build"))

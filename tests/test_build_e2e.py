@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -82,34 +83,97 @@ def _load_installed(site: Path, name: str, text: str, cwd: Path, env: dict, pref
     return json.loads(ret.stdout.strip().splitlines()[-1])
 
 
-def _check_build(project: Path, lang: str):
+# The NER's strict micro F1 on the build's held-out split that a small build must reach: a model
+# that learned nothing scores 0 (measured: 0.44 for es, 0.51 for the fr pivot build, 2 epochs).
+MIN_NER_F = 0.2
+
+
+def _check_build(project: Path, lang: str, min_ner_f: float | None = MIN_NER_F):
     metrics = json.loads((project / "metrics" / "metrics.json").read_text())
     assert set(metrics["systems"]) == {"ner", "regex", "combined"}
     assert metrics["docs"] > 0
     assert (project / "metrics" / "report.md").exists()
     assert (project / "metrics" / "per_label_f1.png").exists()
     assert (project / "packages" / f"deid_{lang}-0.1.0-py3-none-any.whl").exists()
+    if min_ner_f is not None:
+        assert metrics["systems"]["ner"]["strict"]["micro"]["f"] >= min_ner_f, metrics["systems"]["ner"]["strict"]["micro"]
     return metrics
 
 
-def test_small_es_build_offline_then_skips_when_up_to_date(tmp_path):
-    project = _copy_project("es", tmp_path)
-    site = tmp_path / "site"
-    prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
-    printed = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env, prefix=prefix)
+# Held-out prose (written for these tests: no note of any corpus holds it) with names in running text,
+# where no pattern of the language's regex pack finds anything: only the NER can.
+NER_ONLY = {
+    "es": ("La paciente refiere que su hermano Anselmo Riquelme Zubizarreta la acompaña a la consulta. "
+           "Acude también su marido, Eusebio Marín Cortés, que trabaja de noche. "
+           "Según comenta Remedios Alcántara Vidal, la tos empeoró ayer.",
+           ("Anselmo Riquelme Zubizarreta", "Eusebio Marín Cortés", "Remedios Alcántara Vidal")),
+    "fr": ("La patiente est accompagnée de son frère, Anselme Riquier, qui vit avec elle. "
+           "Elle est adressée par le docteur Hélène Marchetti pour une douleur thoracique. "
+           "Selon sa fille Capucine Delaunay, la toux a commencé il y a trois jours.",
+           ("Anselme Riquier", "Hélène Marchetti", "Capucine Delaunay")),
+}
+
+
+def _assert_the_ner_finds_names(ents: list, text: str, lang: str) -> None:
+    """At least two of the three names of NER_ONLY[lang] (in `text`) lie, every letter, inside PERSON
+    spans of the installed pipeline, and the regex pack alone finds nothing over any of them: the
+    NER learned something (with learn rate 0 it finds none)."""
+    from deid_factory.packs import load_pack
+
+    prose, names = NER_ONLY[lang]
+    offset = text.index(prose)
+    pack = [(m.start, m.end, m.label) for m in load_pack(lang).find(prose)]
+    person = {i for s, e, label in ents if label == "PERSON" for i in range(s, e)}
+    found = []
+    for name in names:
+        start = prose.index(name)
+        assert not any(s < start + len(name) and start < e for s, e, _ in pack), (name, pack)  # not the pack's
+        if all(offset + i in person for i in range(start, start + len(name)) if prose[i] != " "):
+            found.append(name)
+    assert len(found) >= 2, (found, ents)
+
+
+@dataclass
+class SmallBuild:
+    """A small offline build of a language project copied into `root` (tests/conftest.py's
+    e2e_es_build makes the es one once per test run)."""
+
+    root: Path
+    project: Path
+    site: Path  # PIP_TARGET: where its install step put the wheel
+    env: dict
+    prefix: list
+    attempts: Path
+    printed: str
+
+
+def build_small_es(root: Path) -> SmallBuild:
+    """`spacy project run build languages/es` with SMALL vars, offline (network_isolation), the
+    wheel installed into root/site."""
+    project = _copy_project("es", root)
+    site = root / "site"
+    prefix, env, attempts = network_isolation(root, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
+    printed = _weasel(["build", str(project), *SMALL], cwd=root, env=env, prefix=prefix)
+    return SmallBuild(root, project, site, env, prefix, attempts, printed)
+
+
+def test_small_es_build_offline_then_skips_when_up_to_date(e2e_es_build):
+    build = e2e_es_build
+    project, env, prefix, attempts = build.project, build.env, build.prefix, build.attempts
     _check_build(project, "es")
-    text = "Paciente Marta Gil Romero ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
-    ents = _load_installed(site, "deid_es", text, tmp_path, env, prefix, attempts)
+    text = "Paciente Marta Gil Romero ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678. " + NER_ONLY["es"][0]
+    ents = _load_installed(build.site, "deid_es", text, build.root, env, prefix, attempts)
     assert {"DATE", "ID"} <= {lab for _, _, lab in ents}
     # the phone is redacted (a 2-epoch tagger may put an NER-first label on it, which outranks an
     # unvalidated regex match; the label is not what leaks)
     phone = text.index("612 345 678")
     covered = {i for s, e, _ in ents for i in range(s, e)}
     assert all(i in covered for i in range(phone, phone + len("612 345 678")) if text[i] != " "), ents
+    _assert_the_ner_finds_names(ents, text, "es")
     # nothing changed: the expensive stages are skipped
-    out = _weasel(["build", str(project), *SMALL], cwd=tmp_path, env=env, prefix=prefix)
+    out = _weasel(["build", str(project), *SMALL], cwd=build.root, env=env, prefix=prefix)
     assert "Skipping 'train'" in out and "Skipping 'translate'" in out
-    _check_offline_and_no_phi_logged(project, printed + out, env, attempts, prefix)
+    _check_offline_and_no_phi_logged(project, build.printed + out, env, attempts, prefix)
 
 
 # Fictitious unlabeled notes (written for this test): the pipeline labels them, no annotation is read.
@@ -123,12 +187,16 @@ UNLABELED_NOTES = [
 ]
 
 
-def test_small_es_build_selftrain_from_unlabeled_notes(tmp_path):
+def test_small_es_build_selftrain_from_unlabeled_notes(e2e_es_build, tmp_path):
     """`spacy project run build-selftrain es --vars.unlabeled_path FOLDER`, offline: the pipeline labels
     the notes, one round retrains on them, the report counts them, the pseudo-labelled corpus stays in
     the project's corpus folder, the wheel is built, and no text of the notes is printed or reported
-    (the unit tests of tests/test_selftrain.py show that a retrained model uses the pseudo-labels)."""
-    project = _copy_project("es", tmp_path)
+    (the unit tests of tests/test_selftrain.py show that a retrained model uses the pseudo-labels).
+    It runs in a copy of the shared es build: the steps up to train are the same and are skipped."""
+    for folder in ("languages", "regex_packs", "corpora"):
+        if (e2e_es_build.root / folder).is_dir():
+            shutil.copytree(e2e_es_build.root / folder, tmp_path / folder, symlinks=True)
+    project = tmp_path / "languages" / "es"
     notes = tmp_path / "unlabeled"
     notes.mkdir()
     for i, text in enumerate(UNLABELED_NOTES):
@@ -137,7 +205,10 @@ def test_small_es_build_selftrain_from_unlabeled_notes(tmp_path):
     prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
     printed = _weasel(["build-selftrain", str(project), *SMALL, "--vars.unlabeled_path", str(notes),
                        "--vars.selftrain_rounds", "1"], cwd=tmp_path, env=env, prefix=prefix)
+    assert "Skipping 'train'" in printed and "Skipping 'extract'" in printed  # the shared build's steps
     _check_build(project, "es")
+    _assert_the_ner_finds_names(_load_installed(site, "deid_es", NER_ONLY["es"][0], tmp_path, env, prefix, attempts),
+                                NER_ONLY["es"][0], "es")
     report = json.loads((project / "training" / "selftrain" / "selftrain_report.json").read_text())
     assert report["unlabeled"]["notes"] == len(UNLABELED_NOTES), report["unlabeled"]
     assert len(report["rounds"]) == 1 and report["rounds"][0]["notes_labelled"] == len(UNLABELED_NOTES)
@@ -169,9 +240,10 @@ def test_small_fr_build_through_the_pivot(tmp_path):
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
     assert report["route"] == ["es", "en", "fr"] and report["kept"] > 0  # Argos ran, through the pivot
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
-    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path,
-                                                   env, prefix, attempts)}
-    assert {"EMAIL", "DATE"} <= labels
+    text = "Courriel : jean.dupont@exemple.fr, le 03/04/2021. " + NER_ONLY["fr"][0]
+    ents = _load_installed(site, "deid_fr", text, tmp_path, env, prefix, attempts)
+    assert {"EMAIL", "DATE"} <= {lab for _, _, lab in ents}
+    _assert_the_ner_finds_names(ents, text, "fr")
 
 
 def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
@@ -190,6 +262,7 @@ def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
     assert not attempts.exists()
     assert_kernel_has_no_route_out(prefix, env)
-    labels = {lab for _, _, lab in _load_installed(site, "deid_fr", "Courriel : jean.dupont@exemple.fr, le 03/04/2021.", tmp_path,
-                                                   env, prefix, attempts)}
-    assert {"EMAIL", "DATE"} <= labels
+    text = "Courriel : jean.dupont@exemple.fr, le 03/04/2021. " + NER_ONLY["fr"][0]
+    ents = _load_installed(site, "deid_fr", text, tmp_path, env, prefix, attempts)
+    assert {"EMAIL", "DATE"} <= {lab for _, _, lab in ents}
+    _assert_the_ner_finds_names(ents, text, "fr")

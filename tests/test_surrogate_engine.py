@@ -168,22 +168,37 @@ MONTHS_ES = ["enero", "febrero", "marzo", "abril", "mayo", "junio", "julio", "ag
              "noviembre", "diciembre"]
 
 
-@pytest.mark.parametrize("doc_id", ["a", "b", "c", "d", "e"])
-def test_a_date_without_a_year_stays_a_date_of_the_same_form(doc_id):
-    """Today 'martes 14 de noviembre' became 'aqklvp 09 af iigahgalu'."""
+# Every 14 November that fell on a Tuesday in 2000-2040: "martes 14 de noviembre" is one of them.
+TUESDAYS_14_NOVEMBER = [d for d in (dt.date(y, 11, 14) for y in range(2000, 2041)) if d.weekday() == 1]
+
+
+def test_a_date_without_a_year_stays_a_date_of_the_same_form():
+    """Today 'martes 14 de noviembre' became 'aqklvp 09 af iigahgalu'. For 300 keys (each its own
+    document shift): the weekday moves by the document's shift, the surrogate is the date of a real
+    Tuesday 14 November moved by that shift (its weekday fits its day and month in that year), and
+    the other dates of the document move by the same shift. No year is assumed: a date without one
+    has none, and which Tuesday it was decides only whether the move crosses a 29 February."""
+    import hashlib
+
     text = "Ingresa el 03/04/2020. Cita el martes 14 de noviembre, control el 14/11, alta en noviembre de 2020."
     items = [("03/04/2020", "DATE"), ("martes 14 de noviembre", "DATE"), ("14/11", "DATE"), ("noviembre de 2020", "DATE")]
-    _, (full, weekday_date, day_month, month_year) = _redact(text, items, doc_id=doc_id)
-    shift = Redactor(KEY).document(doc_id, "es").date_shift
-    m = re.fullmatch(r"(\w+) (\d{1,2}) de (\w+)", weekday_date)
-    assert m and m.group(1) in WEEKDAYS_ES and m.group(3) in MONTHS_ES, weekday_date
-    # the weekday moved with the days: 14 November 2023 was a Tuesday
-    moved = dt.date(2023, 11, 14) + dt.timedelta(days=shift)
-    assert (int(m.group(2)), MONTHS_ES.index(m.group(3)) + 1) == (moved.day, moved.month)
-    assert m.group(1) == WEEKDAYS_ES[moved.weekday()]
-    assert re.fullmatch(r"\d{2}/\d{2}", day_month) and day_month == f"{moved.day:02d}/{moved.month:02d}"
-    assert re.fullmatch(r"(\w+) de \d{4}", month_year) and month_year.split()[0] in MONTHS_ES
-    assert re.fullmatch(r"\d{2}/\d{2}/\d{4}", full)
+    shifts = set()
+    for i in range(300):
+        key = hashlib.sha256(b"date key %d" % i).digest()
+        _, (full, weekday_date, day_month, month_year) = _redact(text, items, doc_id=f"doc{i}", key=key)
+        shift = Redactor(key).document(f"doc{i}", "es").date_shift
+        shifts.add(shift)
+        m = re.fullmatch(r"(\w+) (\d{1,2}) de (\w+)", weekday_date)
+        assert m and m.group(1) in WEEKDAYS_ES and m.group(3) in MONTHS_ES, weekday_date
+        weekday, day, month = WEEKDAYS_ES.index(m.group(1)), int(m.group(2)), MONTHS_ES.index(m.group(3)) + 1
+        assert weekday == (WEEKDAYS_ES.index("martes") + shift) % 7, (shift, weekday_date)
+        moved = [t + dt.timedelta(days=shift) for t in TUESDAYS_14_NOVEMBER]
+        assert any((d.day, d.month, d.weekday()) == (day, month, weekday) for d in moved), (shift, weekday_date)
+        assert day_month == f"{day:02d}/{month:02d}", (shift, weekday_date, day_month)  # the same shift
+        full_moved = dt.date(2020, 4, 3) + dt.timedelta(days=shift)
+        assert full == f"{full_moved.day:02d}/{full_moved.month:02d}/{full_moved.year}", (shift, full)
+        assert re.fullmatch(r"(\w+) de \d{4}", month_year) and month_year.split()[0] in MONTHS_ES
+    assert len(shifts) >= 100 and min(shifts) < 0 < max(shifts)  # many shifts, both ways
 
 
 @pytest.mark.parametrize("value,days,lang,expected", [

@@ -21,6 +21,10 @@ def test_trained_model_summary_and_curve(train_model):
     curve = read_training_log(train_model / "log.jsonl")
     assert len(curve) >= 2 and all(0 <= (r["ents_f"] or 0) <= 1 for r in curve)
     assert summary["best_ents_f"] == max(r["ents_f"] for r in curve)
+    # it learned: on the dev docs of this tiny, templated corpus 6 epochs reach F1 1.0 (measured;
+    # 0.96 from the 4th epoch), where the untrained model (the curve's first point, or a learn rate
+    # of 0 throughout) scores about 0.1
+    assert summary["best_ents_f"] >= 0.8 and curve[-1]["ents_f"] >= 0.8, curve
     assert (train_model / "model-best" / "deid_tagger").is_dir()  # the default NER
 
 

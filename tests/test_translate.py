@@ -242,6 +242,60 @@ def test_guard_blocks_connections():
         socket.socket(socket.AF_INET, socket.SOCK_STREAM).connect(("127.0.0.1", 9))
 
 
+def _accepted(server) -> int:
+    """Connections the kernel completed on the listening socket (accepted here, after the fact)."""
+    import socket
+
+    server.setblocking(False)
+    count = 0
+    while True:
+        try:
+            conn, _ = server.accept()
+        except (BlockingIOError, socket.timeout):
+            return count
+        conn.close()
+        count += 1
+
+
+@pytest.mark.parametrize("allow_network", [False, True], ids=["guard-on", "guard-lifted"])
+def test_translate_file_runs_the_route_under_its_socket_guard(allow_network, argos_home, argos_packages, translate_source,
+                                                              tmp_path, monkeypatch):
+    """translate_file itself switches the guard on around the stage (the default), and
+    --allow-network lifts it. A probe in the Argos route, the code the guard is there for (a
+    splitter or a model that would fetch something), connects to a server this test listens with on
+    127.0.0.1 before each record is translated: under the guard the connection is refused by the
+    guard (NetworkBlocked, which stops the stage naming the record) and the server sees nothing;
+    lifted, every probe reaches the server and the stage completes."""
+    import socket
+
+    from deid_factory.argos_env import ArgosRoute
+    from deid_factory.translate import RecordFailed
+
+    server = socket.create_server(("127.0.0.1", 0))
+    real_hops = ArgosRoute.translate_hops
+
+    def probing_hops(self, text):
+        socket.create_connection(server.getsockname(), timeout=10).close()
+        return real_hops(self, text)
+
+    monkeypatch.setattr(ArgosRoute, "translate_hops", probing_hops)
+    ph = _placeholders(translate_source, tmp_path)
+    options = TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"], argos_dir=tmp_path / "argos", beam_size=1,
+                               progress=False, allow_network=allow_network)
+    try:
+        if allow_network:
+            assert translate_file(ph, tmp_path / "tr.jsonl", options)["kept"] == 5
+            assert _accepted(server) >= 5  # one probe per record at least, each reached the server
+        else:
+            with pytest.raises(RecordFailed) as caught:
+                translate_file(ph, tmp_path / "tr.jsonl", options)
+            assert str(caught.value) == "record t1: NetworkBlocked"  # the guard's refusal, not the kernel's
+            assert _accepted(server) == 0
+    finally:
+        server.close()
+    assert socket.socket.connect.__name__ == "connect"  # the guard is off again after the stage
+
+
 def test_input_without_placeholders_is_refused(tmp_path):
     src = tmp_path / "raw.jsonl"
     write_records(src, [Record("raw-7", "es", "Ana vino.", [Span(0, 3, "PERSON")], {})])
