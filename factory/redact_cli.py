@@ -65,7 +65,7 @@ import typer
 # registers the project's surrogate data (languages/<lc>/surrogate_data/) with the runtime, in Dask workers too
 from . import locale as _locale  # noqa: F401
 from .records import BOM, OutputError, Record, Span, append_line, json_lines, write_text_atomic
-from deid_runtime.redact import KEY_ENV, MODES, UNSURE, SurrogateKeyError, load_key, redact
+from deid_runtime.redact import KEY_ENV, MASK_LENGTHS, MODES, UNSURE, SurrogateKeyError, load_key, redact
 from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of
 from deid_runtime.router import (DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router,
                              RouterError)
@@ -96,8 +96,10 @@ class _Progress:
     def __init__(self, total: int, enabled: bool):
         from tqdm import tqdm
 
+        # a bar only on a terminal: written to a file or a pipe (CI logs, `2> log`) its carriage
+        # returns glued the next log line to the bar
         self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="redact",
-                        disable=not enabled, file=sys.stderr, dynamic_ncols=True)
+                        disable=not (enabled and sys.stderr.isatty()), file=sys.stderr, dynamic_ncols=True)
         self.docs = 0
         self.started = time.monotonic()
 
@@ -119,17 +121,36 @@ def _skip(problems: list[dict], where: str, problem: str, level: int = logging.E
     log.log(level, "%s: %s, skipped", where, problem)
 
 
-def list_input_files(inputs: list[Path], problems: list[dict]) -> list[tuple[Path, Path]]:
-    """(file, the folder its output name is relative to) of every input, folders expanded and sorted."""
+def list_input_files(inputs: list[Path], problems: list[dict], exclude: Sequence[Path] = ()) -> list[tuple[Path, Path]]:
+    """(file, the folder its output name is relative to) of every input, folders expanded and sorted.
+
+    `exclude`: what the run itself writes (the output folder or file, its journal, OUT.partial),
+    never read as input: an output folder inside an input folder was redacted again at the next run
+    (red/red/...). Output names: with one input they are relative to it (a folder) or its folder (a
+    file); with several, relative to the folder the inputs share, so that each input's files keep
+    their input's folder name ("a/x.txt", "b/x.txt": two files called x.txt are two outputs)."""
+    excluded = [e.resolve() for e in exclude]
+
+    def is_excluded(path: Path) -> bool:
+        resolved = path.resolve()
+        return any(resolved == e or e in resolved.parents for e in excluded)
+
+    present = [inp for inp in inputs if inp.exists()]
+    # several inputs: names relative to the folder holding them all (each folder's name kept)
+    shared_base = Path(os.path.commonpath([str(inp.resolve().parent) for inp in present])) if len(present) > 1 else None
     files: list[tuple[Path, Path]] = []
     for inp in inputs:
+        if inp.exists() and is_excluded(inp):
+            _skip(problems, str(inp), "is this run's own output")
+            continue
         if inp.is_dir():
-            found = sorted(p for p in inp.rglob("*") if p.is_file() and p.suffix in INPUT_SUFFIXES)
+            base = shared_base or inp
+            found = sorted(p for p in inp.rglob("*") if p.is_file() and p.suffix in INPUT_SUFFIXES and not is_excluded(p))
             if not found:
                 _skip(problems, str(inp), "no .txt or .jsonl files")
-            files += [(p, inp) for p in found]
+            files += [(p, base) for p in found]
         elif inp.exists():
-            files.append((inp, inp.parent))
+            files.append((inp, shared_base or inp.parent))
         else:
             _skip(problems, str(inp), "not found")
     return files
@@ -169,7 +190,7 @@ def iter_sources(files: list[tuple[Path, Path]], problems: list[dict]) -> Iterat
         if not text.strip():
             skip(str(path), "empty", len(raw), logging.WARNING)
             continue
-        yield Source(str(path.relative_to(base).with_suffix("")), text, str(path), bom, size=len(raw) + pending)
+        yield Source(str(path.resolve().relative_to(base.resolve()).with_suffix("")), text, str(path), bom, size=len(raw) + pending)
         pending = 0
 
 
@@ -342,6 +363,7 @@ class RedactSettings:
     recall_bias: float | str | None
     key: bytes | None
     demo_key: bool
+    mask_length: str = "fixed"
 
     def fingerprint(self) -> str:
         """Identifies the outputs these settings give (resume): the key only through an HMAC of it."""
@@ -433,7 +455,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
                  min_confidence: float = DEFAULT_MIN_CONFIDENCE, min_letters: int = DEFAULT_MIN_LETTERS,
                  router: Router | None = None, progress: bool = True, allow_partial: bool = False,
                  key: bytes | None = None, demo_key: bool = False, recall_bias: float | str | None = None,
-                 cluster: ClusterOptions | None = None, per_document: bool = False) -> dict:
+                 cluster: ClusterOptions | None = None, per_document: bool = False, mask_length: str = "fixed") -> dict:
     """Route, redact (or annotate) and write every document; returns the report.
 
     report["redaction"]: spans per action and label ({"surrogate": {"PERSON": 12}, "unsure": {"AGE": 1}});
@@ -451,6 +473,8 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
         raise ValueError(f"unknown output format {output_format!r} (expected one of {', '.join(OUTPUT_FORMATS)})")
     if mode not in CLI_MODES:
         raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(CLI_MODES)})")
+    if mask_length not in MASK_LENGTHS:
+        raise ValueError(f"unknown mask length {mask_length!r} (expected one of {', '.join(MASK_LENGTHS)})")
     if mode == ANNOTATE and output_format == "text":
         raise ValueError("--mode annotate writes the PHI spans, which needs --format jsonl or brat")
     if mode == "surrogate" and key is None and not demo_key:
@@ -462,7 +486,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     if missing and not allow_partial:
         raise FileNotFoundError(f"input not found: {', '.join(missing)} (nothing was processed; --allow-partial skips missing inputs)")
     settings = RedactSettings(output_format, mode, tuple(pipelines) if pipelines else None, fallback, lang, seed, batch_size,
-                              detect_chars, min_confidence, min_letters, recall_bias, key, demo_key)
+                              detect_chars, min_confidence, min_letters, recall_bias, key, demo_key, mask_length)
     state = None
     if not cluster.uses_dask:
         if router is None:
@@ -473,18 +497,21 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     written_from: dict[str, str] = {}  # output name -> the input that took it
     stats: dict = {"docs": 0, "by_pipeline": Counter(), "by_how": Counter(), "detected": Counter(), "unrouted_languages": Counter()}
     about: dict = {}  # pipelines, fallback, lang of the router (from whichever process ran it)
-    files = list_input_files(inputs, problems)
+    jsonl_partial = out.with_name(out.name + ".partial")
+    files = list_input_files(inputs, problems, exclude=[out, journal_path(out), jsonl_partial])
     bar = _Progress(sum(p.stat().st_size for p, _ in files), progress)
     journal = ShardJournal(journal_path(out), settings.fingerprint())
     jsonl = _JsonlOutput(out) if output_format == "jsonl" else None
     if jsonl is not None and journal.entries and jsonl.size() < journal.entries[-1]["summary"]["partial_bytes"]:
         journal.entries = []  # the rows of the journal are gone (OUT.partial replaced): start again
     counts = {"written": 0}
+    written_per_pipeline: Counter = Counter()  # documents written, by the pipeline that processed them
     redaction: dict = {}  # {action: {label: spans}} over the run
     documents: list[dict] = []  # per document, with per_document
 
     def add_summary(summary: dict) -> None:
         counts["written"] += summary["written"]
+        written_per_pipeline.update(summary.get("written_per_pipeline", {}))
         add_redaction_counts(redaction, summary.get("redaction", {}))
         if per_document:
             documents.extend(summary.get("documents", []))
@@ -528,7 +555,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
     def commit(shard: Shard, result: dict) -> None:
         summary = {"written": 0, "unrouted": [], "problems": [], "names": {}, "stats": result["stats"], "docs": 0,
                    "bytes": 0, "about": {k: result[k] for k in ("pipelines", "fallback", "lang")},
-                   "redaction": {}, "documents": []}
+                   "redaction": {}, "documents": [], "written_per_pipeline": {}}
         for doc in result["docs"]:
             summary["docs"] += 1
             summary["bytes"] += doc.size
@@ -553,6 +580,7 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
             else:
                 jsonl.write_line(doc.row)
             summary["written"] += 1
+            summary["written_per_pipeline"][doc.pipeline] = summary["written_per_pipeline"].get(doc.pipeline, 0) + 1
             if doc.redaction is not None:
                 add_redaction_counts(summary["redaction"], doc.redaction["counts"])
                 summary["documents"].append({"id": doc.id, "lang": doc.lang, "pipeline": doc.pipeline, **doc.redaction})
@@ -576,7 +604,8 @@ def redact_files(inputs: list[Path], out: Path, output_format: str = "text", mod
         bar.close()
     not_written = sum(1 for u in unrouted if u["pipeline"] == UNROUTED)
     router_stats = {k: (v if k == "docs" else dict(v)) for k, v in stats.items()}
-    report = {"written": counts["written"], "not_written": not_written, "skipped": problems, "unrouted": unrouted,
+    report = {"written": counts["written"], "written_per_pipeline": dict(sorted(written_per_pipeline.items())),
+              "not_written": not_written, "skipped": problems, "unrouted": unrouted,
               "complete": not problems and not not_written, "router": router_stats,
               "pipelines": about.get("pipelines", []), "fallback": about.get("fallback"), "lang": about.get("lang"),
               "mode": mode, "format": output_format,
@@ -603,7 +632,8 @@ def _render_document(settings: RedactSettings, src: Source, routed: Routed, name
         return [], srsly.json_dumps(record.to_dict()), None
     surrogate_lang = routed.lang if routed.pipeline != FALLBACK else None
     done = redact(src.text, spans, mode=mode, lang=surrogate_lang, seed=settings.seed, doc_id=src.id,
-                  key=settings.key, patient_id=src.patient_id, demo=settings.demo_key, lexicon=lexicon)
+                  key=settings.key, patient_id=src.patient_id, demo=settings.demo_key, lexicon=lexicon,
+                  mask_length=settings.mask_length)
     redacted, new_spans = done.text, done.spans
     # offsets, labels and actions only: the report and the journal never hold text
     redaction = {"counts": done.counts(), "spans": [[s + shift, e + shift, label, action] for s, e, label, action in done.actions]}
@@ -619,7 +649,8 @@ def _render_document(settings: RedactSettings, src: Source, routed: Routed, name
 
 def _summary(result: dict, out: Path) -> str:
     r = result["router"]
-    line = f"{result['written']} documents written to {out}; per pipeline {r['by_pipeline']}"
+    # what was written, per pipeline: the router's own counts include documents a later check skipped
+    line = f"{result['written']} documents written to {out} (per pipeline {result.get('written_per_pipeline', {})})"
     if result["not_written"]:
         line += f"; {result['not_written']} documents not routed, not written"
     if r["unrouted_languages"]:
@@ -640,7 +671,7 @@ def redact_command(
     inputs: list[Path] = typer.Argument(..., help="Text files, folders (*.txt, *.jsonl) or JSONL record files"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (text, brat) or file (jsonl)"),
     output_format: str = typer.Option("text", "--format", "-f", help="text | jsonl | brat"),
-    mode: str = typer.Option("tag", "--mode", "-m", help="tag ([PERSON]) | mask (****) | surrogate | annotate "
+    mode: str = typer.Option("tag", "--mode", "-m", help="tag ([PERSON]) | mask (*****) | surrogate | annotate "
                              "(no redaction: the original text and its PHI spans; jsonl or brat)"),
     pipelines: str = typer.Option(None, "--pipelines", "-p", help="Comma-separated deid_<lang> packages or folders (default: all installed)"),
     lang: str = typer.Option(None, "--lang", "-l", help="Send every document to this language's pipeline (no detection)"),
@@ -661,7 +692,9 @@ def redact_command(
                                        "inputs were skipped (missing inputs are skipped too)"),
     report: Path = typer.Option(None, "--report", help="Write the run report (JSON) here, with each document's "
                                 "redacted spans: id, labels, offsets and what was done (never text)"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (there is none when stderr is not a terminal)"),
+    mask_length: str = typer.Option("fixed", "--mask-length", help="Mask mode: 'fixed' (every span becomes '*****': "
+                                    "its length is no hint) or 'keep' (one '*' per character, the layout kept)"),
     workers: int = typer.Option(1, "--workers", help="Worker processes: more than 1 starts a local Dask cluster (each "
                                 "loads the pipelines)"),
     scheduler: str = typer.Option(None, "--scheduler", help="Address of a running Dask scheduler (tcp://host:8786): "
@@ -678,7 +711,8 @@ def redact_command(
                               batch_size=batch_size, detect_chars=detect_chars, min_confidence=min_confidence,
                               min_letters=min_letters, progress=not quiet, allow_partial=allow_partial,
                               key=key, demo_key=demo_key, recall_bias=recall_bias,
-                              cluster=ClusterOptions(workers, scheduler), per_document=report is not None)
+                              cluster=ClusterOptions(workers, scheduler), per_document=report is not None,
+                              mask_length=mask_length)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: the documents finished are in {out}"
                    + (" (.partial)" if output_format == "jsonl" else "") + "; run the same command again to resume", err=True)

@@ -29,10 +29,26 @@ def test_tags_and_masks():
     tagged, spans = redact_text(TEXT, SPANS, "tag")
     assert tagged == "[PERSON] ingresó el [DATE]. [PERSON] volvió el [DATE] a [LOCATION]."
     assert [tagged[s:e] for s, e, _ in spans] == ["[PERSON]", "[DATE]", "[PERSON]", "[DATE]", "[LOCATION]"]
-    masked, _ = redact_text(TEXT, SPANS, "mask")
-    assert len(masked) == len(TEXT) and "PÉREZ" not in masked and "*** ***** ******" in masked
+    masked, spans = redact_text(TEXT, SPANS, "mask")
+    assert masked == "***** ingresó el *****. ***** volvió el ***** a *****."
+    assert [masked[s:e] for s, e, _ in spans] == ["*****"] * 5
+    kept, _ = redact_text(TEXT, SPANS, "mask", mask_length="keep")
+    assert len(kept) == len(TEXT) and "PÉREZ" not in kept and "*** ***** ******" in kept
     with pytest.raises(ValueError, match="mode"):
         redact_text(TEXT, SPANS, "blur")
+    with pytest.raises(ValueError, match="mask length"):
+        redact_text(TEXT, SPANS, "mask", mask_length="short")
+
+
+def test_a_mask_does_not_tell_the_length_of_what_it_hides():
+    """Issue 30: "HOSPITAL UNIVERSITARIO LA PAZ" masked word by word kept the shape of the name (8,
+    13, 2 and 3 letters): by default every masked span is the same five characters."""
+    text = "Ingresa en HOSPITAL UNIVERSITARIO LA PAZ, visto por Dr. Gil y por Dra. Montserrat Puigdemont."
+    spans = _spans(text, [("HOSPITAL UNIVERSITARIO LA PAZ", "ORGANIZATION"), ("Gil", "PERSON"),
+                          ("Montserrat Puigdemont", "PERSON")])
+    masked, placed = redact_text(text, spans, "mask")
+    assert {masked[s:e] for s, e, _ in placed} == {"*****"}
+    assert masked == "Ingresa en *****, visto por Dr. ***** y por Dra. *****."
 
 
 def test_surrogates_are_consistent_and_dates_shift_by_one_offset():
@@ -457,9 +473,13 @@ def test_a_long_single_line_note_is_redacted_in_bounded_memory(tmp_path):
     assert redacted == "".join(f"Nota {i}: la paciente refiere dolor, teléfono [PHONE], correo [EMAIL]; " for i in range(52_000))
 
 
-def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys):
+def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys, monkeypatch):
+    import sys
+
     from deid_factory.redact_cli import redact_files
     from deid_runtime.router import Router
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a bar is drawn on a terminal only
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -653,3 +673,86 @@ def test_the_date_shift_never_touches_durations_and_schedules(lang, value):
     text = f"Pauta: {value}."
     out = redact_text(text, [(7, 7 + len(value), "DATE")], "surrogate", lang=lang, doc_id="d", key=KEY)[0]
     assert out == "Pauta: [DATE?].", out
+
+
+# ------------------------------------------------------------------ issue 30: a command line that behaves
+def test_no_progress_bar_off_a_terminal_and_log_lines_on_their_own_lines(train_pipeline, tmp_path):
+    """stderr to a file or a pipe (CI logs, `2> log`): no bar, whose carriage returns glued the first
+    ERROR line to it; every line a log line, starting with its level."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(3):
+        (notes / f"n{i}.txt").write_text(ES_NOTE, encoding="utf-8")
+    (notes / "empty.txt").write_text("  \n", encoding="utf-8")
+    (notes / "latin1.txt").write_bytes("Paciente Mar\xeda".encode("latin-1"))
+    import subprocess
+    import sys
+
+    ret = subprocess.run([sys.executable, "-m", "deid_factory", "redact", str(notes), "--out", str(tmp_path / "out"),
+                          "--pipelines", str(train_pipeline)], capture_output=True, text=True, timeout=300)
+    assert ret.returncode == 3
+    assert "\r" not in ret.stderr and "redact:" not in ret.stderr and "%|" not in ret.stderr
+    lines = [line for line in ret.stderr.splitlines() if line.strip()]
+    assert any(line.startswith("ERROR: ") and "latin1.txt" in line for line in lines), lines
+    assert all(line.startswith(("ERROR: ", "WARNING: ", "INFO: ", "error: ")) for line in lines), lines
+
+
+def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tmp_path, caplog):
+    """`factory redact notes/ --out notes/red` twice: the second run used to redact notes/red/* too,
+    writing notes/red/red/..."""
+    from deid_factory.redact_cli import journal_path, redact_files
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    (notes / "b.txt").write_text(ES_DOC, encoding="utf-8")
+    out = notes / "red"
+    for _ in range(2):
+        result = redact_files([notes], out, "text", router=_router(), progress=False, lang="es")
+        assert result["written"] == 2 and result["complete"], result
+        assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == ["a.txt", "b.txt"]
+    # a JSONL output and its journal inside the input folder are not inputs either
+    notes = tmp_path / "notes2"
+    notes.mkdir()
+    (notes / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    (notes / "b.txt").write_text(ES_DOC, encoding="utf-8")
+    jl = notes / "red.jsonl"
+    redact_files([notes], jl, "jsonl", router=_router(), progress=False, lang="es")
+    result = redact_files([notes], jl, "jsonl", router=_router(), progress=False, lang="es")
+    assert result["written"] == 2 and len(jl.read_text(encoding="utf-8").splitlines()) == 2
+    assert not journal_path(jl).exists()
+
+
+def test_several_input_folders_keep_their_own_names_and_the_summary_agrees(tmp_path, caplog):
+    """Two folders holding files of the same name were flattened into one output: the second was
+    skipped (exit 3) and the summary said "1 documents written; per pipeline {'es': 2}"."""
+    from deid_factory.redact_cli import _summary, redact_files
+
+    for folder in ("ward", "clinic"):
+        (tmp_path / folder / "day1").mkdir(parents=True)
+        (tmp_path / folder / "day1" / "note.txt").write_text(ES_DOC, encoding="utf-8")
+    out = tmp_path / "out"
+    result = redact_files([tmp_path / "ward", tmp_path / "clinic"], out, "text", router=_router(), progress=False, lang="es")
+    assert result["complete"] and result["written"] == 2, result
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.txt")) == ["clinic/day1/note.txt", "ward/day1/note.txt"]
+    line = _summary(result, out)
+    assert line.startswith(f"2 documents written to {out} (per pipeline {{'es': 2}})"), line
+    # one folder alone: names relative to it, as before
+    single = redact_files([tmp_path / "ward"], tmp_path / "one", "text", router=_router(), progress=False, lang="es")
+    assert single["written"] == 1 and (tmp_path / "one" / "day1" / "note.txt").exists()
+
+
+def test_mask_length_option_of_the_command(tmp_path, caplog):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    from deid_factory.redact_cli import redact_files
+
+    redact_files([notes], tmp_path / "fixed", "text", "mask", router=_router(), progress=False, lang="es")
+    fixed = (tmp_path / "fixed" / "a.txt").read_text(encoding="utf-8")
+    assert "612 345 678" not in fixed and "*****," in fixed and "*** *** ***" not in fixed
+    redact_files([notes], tmp_path / "keep", "text", "mask", router=_router(), progress=False, lang="es", mask_length="keep")
+    kept = (tmp_path / "keep" / "a.txt").read_text(encoding="utf-8")
+    assert len(kept) == len(ES_DOC) and "*** *** ***" in kept
+    with pytest.raises(ValueError, match="mask length"):
+        redact_files([notes], tmp_path / "bad", "text", "mask", router=_router(), progress=False, lang="es", mask_length="x")

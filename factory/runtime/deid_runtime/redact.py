@@ -1,7 +1,8 @@
 """Redaction of PHI spans: tags, masks or keyed, consistent, faithful surrogates.
 
   tag        "Ana Pérez" -> "[PERSON]"
-  mask       every non-space character -> "*" (same length: offsets of the rest do not move)
+  mask       "*****": one mask of a fixed width per span (a span's length is a re-identification hint);
+             mask_length="keep": every non-space character -> "*" (the text's layout does not move)
   surrogate  realistic replacements from the surrogate engine (deid_runtime/surrogates/), drawn from a
              secret key: every choice of a document comes from HMAC-SHA256(key, document id), or of
              the patient id when one is given (so a patient's documents share their surrogates and
@@ -56,6 +57,8 @@ from .text import replace_spans, trim_span
 from .regex_pack import NonOverlapping
 
 MODES = ("tag", "mask", "surrogate")
+MASK_LENGTHS = ("fixed", "keep")
+MASK_WIDTH = 5  # "*****" for any masked span: a span's length tells nothing of what it hid
 SpanT = tuple[int, int, str]
 # What redaction did to a span: its mode's action ("tag", "mask", "surrogate"), or UNSURE: surrogate
 # mode wrote a visible tag because the span failed the check of its label.
@@ -243,13 +246,25 @@ def _rewrite(text: str, chosen: Sequence[SpanT], values: Sequence[str], actions:
     return Redaction(new_text, spans, [(start, end, label, action) for (start, end, label), action in zip(chosen, actions)])
 
 
+def mask_value(value: str, mask_char: str = "*", mask_length: str = "fixed") -> str:
+    """The mask of one span: MASK_WIDTH mask characters whatever the span ("fixed", the default: the
+    length of a masked name or hospital is a hint to who or which it was), or one per character
+    with spaces kept ("keep": the text's layout and offsets do not move)."""
+    if mask_length == "keep":
+        return "".join(c if c.isspace() else mask_char for c in value)
+    if mask_length != "fixed":
+        raise ValueError(f"unknown mask length {mask_length!r} (expected one of {', '.join(MASK_LENGTHS)})")
+    return mask_char * MASK_WIDTH
+
+
 def redact(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
            seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
            patient_id: str | None = None, demo: bool = False,
-           lexicon: clinical.ClinicalLexicon | None = None) -> Redaction:
+           lexicon: clinical.ClinicalLexicon | None = None, mask_length: str = "fixed") -> Redaction:
     """The redacted text, its spans' offsets and what was done to each span. Surrogate mode needs
     `key` (or `demo=True`: the demo key of `seed`, not secret); `lexicon`: the clinical lexicon its
-    checks read (default: the one a loaded pack registered for `lang`)."""
+    checks read (default: the one a loaded pack registered for `lang`); `mask_length`: "fixed" (one
+    mask of MASK_WIDTH characters per span) or "keep" (a mask character per character)."""
     if mode not in MODES:
         raise ValueError(f"unknown redaction mode {mode!r} (expected one of {', '.join(MODES)})")
     if mode == "surrogate":
@@ -263,21 +278,22 @@ def redact(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | Non
     if mode == "tag":
         values = [f"[{label}]" for _, _, label in chosen]
     else:
-        values = ["".join(c if c.isspace() else mask_char for c in text[s:e]) for s, e, _ in chosen]
+        values = [mask_value(text[s:e], mask_char, mask_length) for s, e, _ in chosen]
     return _rewrite(text, chosen, values, [mode] * len(chosen))
 
 
 def redact_text(text: str, spans: Sequence[SpanT], mode: str = "tag", lang: str | None = None,
                 seed: int = 0, doc_id: str = "", mask_char: str = "*", key: bytes | None = None,
-                patient_id: str | None = None, demo: bool = False) -> tuple[str, list[SpanT]]:
+                patient_id: str | None = None, demo: bool = False, mask_length: str = "fixed") -> tuple[str, list[SpanT]]:
     """Redacted text and the spans' offsets in it (redact(), without the actions)."""
-    done = redact(text, spans, mode, lang, seed, doc_id, mask_char, key, patient_id, demo)
+    done = redact(text, spans, mode, lang, seed, doc_id, mask_char, key, patient_id, demo, mask_length=mask_length)
     return done.text, done.spans
 
 
 def redact_doc(doc, mode: str = "tag", seed: int = 0, doc_id: str = "", mask_char: str = "*",
-               key: bytes | None = None, patient_id: str | None = None, demo: bool = False) -> str:
+               key: bytes | None = None, patient_id: str | None = None, demo: bool = False,
+               mask_length: str = "fixed") -> str:
     """Redact a processed spaCy Doc using its final entities (doc.ents)."""
     spans = [(e.start_char, e.end_char, e.label_) for e in doc.ents]
     return redact_text(doc.text, spans, mode=mode, lang=doc.lang_, seed=seed, doc_id=doc_id, mask_char=mask_char,
-                       key=key, patient_id=patient_id, demo=demo)[0]
+                       key=key, patient_id=patient_id, demo=demo, mask_length=mask_length)[0]
