@@ -72,6 +72,14 @@ def find_pipeline(lang: str, given: dict[str, str]) -> str | None:
     return f"deid_{lang}"
 
 
+def _shown(path: str) -> str:
+    """A pipeline path relative to the project when it is inside it (tables are committed)."""
+    try:
+        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+    except (ValueError, OSError):
+        return path
+
+
 def score_pipeline(pipeline: str, data: list) -> tuple[dict, dict]:
     """The systems deid / NER alone / pack alone of one pass of the pipeline, and what it is."""
     import spacy
@@ -80,7 +88,7 @@ def score_pipeline(pipeline: str, data: list) -> tuple[dict, dict]:
 
     nlp = spacy.load(pipeline)
     scored = score_corpus(nlp, data)
-    about = {"pipeline": pipeline, "components": nlp.pipe_names, "version": nlp.meta.get("version"),
+    about = {"pipeline": _shown(pipeline), "components": nlp.pipe_names, "version": nlp.meta.get("version"),
              "throughput": scored["throughput"]}
     systems = scored["systems"]
     return {"deid": systems["combined"], "ner": systems["ner"], "pack": systems["regex"]}, about
@@ -108,7 +116,7 @@ def score_set(name: str, lang: str, data: list, pipeline: str | None, with_presi
         systems, about = score_pipeline(pipeline, data)
         entry["systems"].update(systems)
         entry["pipeline"] = about
-        entry["described"].update({"deid": f"deid_{lang} ({pipeline})", "ner": f"NER of deid_{lang} (doc.spans['deid_ner'])",
+        entry["described"].update({"deid": f"deid_{lang} ({_shown(pipeline)})", "ner": f"NER of deid_{lang} (doc.spans['deid_ner'])",
                                    "pack": f"regex_packs/{lang} inside deid_{lang} (doc.spans['deid_regex'])"})
     else:
         print(f"{lang}: no built pipeline (languages/{lang}/training/pipeline) nor installed deid_{lang}: pack alone",
