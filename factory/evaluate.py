@@ -355,6 +355,17 @@ def project_sets(lang: str, root: Path | None = None) -> list[tuple[str, str]]:
             if Path(root).joinpath(*parts, lang).is_dir()]
 
 
+def shown_path(path: str | Path) -> str:
+    """A corpus path as the report names it: relative to the project when inside it
+    ("corpora/eval/fr"), else as given."""
+    from . import PROJECT_ROOT
+
+    try:
+        return str(Path(path).resolve().relative_to(Path(PROJECT_ROOT).resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
 def ordered_sets(sets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The sets in report order (SET_KINDS), each path once, "-" and "" (no set) left out."""
     rank = {kind: i for i, kind in enumerate(SET_KINDS)}
@@ -403,7 +414,7 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     metrics = {"pipeline": str(pipeline), "corpus": str(corpus), "title": split_title(split_source),
                "split_source": split_source, **score_corpus(nlp, data, batch_size)}
     if extra:
-        metrics["also"] = [{"corpus": str(path), "kind": kind, "title": SET_KINDS[kind], **score_corpus(nlp, d, batch_size)}
+        metrics["also"] = [{"corpus": shown_path(path), "kind": kind, "title": SET_KINDS[kind], **score_corpus(nlp, d, batch_size)}
                            for kind, path, d in extra]
     if RECALL_KNOB in nlp.pipe_names:
         metrics["packaged_o_bias"] = nlp.get_pipe(RECALL_KNOB).o_bias  # the scores above decode with it
