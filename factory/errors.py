@@ -499,7 +499,8 @@ def errors_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Pat
 
 def errors_command(
     pipeline: str = typer.Argument(..., help="Pipeline folder or installed package (deid_<lc>)"),
-    corpus: Path = typer.Argument(..., help="Gold corpus: DocBin (.spacy), records JSONL or brat folder"),
+    corpus: Path = typer.Argument(..., help="Gold corpus: DocBin (.spacy), records JSONL, brat folder, i2b2 XML "
+                                  "or inline-markup .txt ([text](LABEL) documents separated by '=====' lines)"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (errors.json, errors.md)"),
     system: str = typer.Option("combined", "--system", help="ner (doc.spans['deid_ner']), regex "
                                "(doc.spans['deid_regex']) or combined (doc.ents)"),

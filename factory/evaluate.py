@@ -13,7 +13,13 @@ Metrics, computed on character offsets:
 Each is computed separately for the NER alone (doc.spans["deid_ner"]), the regex pack alone
 (doc.spans["deid_regex"]) and the combined pipeline (doc.ents after the merger).
 
-Output in OUT: metrics.json, report.md (per-label table) and PNG plots (training curve, per-label F1).
+Corpora: the held-out split of a build and every annotated set given with it (--also, --sets-of):
+the locale's challenge and tuning sets, independent notes (inline markup), a dev set. The report
+leads with those, the notes written apart from the generator, and gives the held-out split last,
+named for what it is (a synthetic split only shows that the templates were learned).
+
+Output in OUT: metrics.json, report.md (a summary line per set, then per set its system and
+per-label tables) and PNG plots (training curve, per-label F1 of the leading set, recall knob).
 """
 
 from __future__ import annotations
@@ -141,32 +147,48 @@ def score_system(texts, gold_docs, pred_docs) -> dict:
 
 
 # --------------------------------------------------------------------------- corpora
-def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None = None) -> list[tuple[str, str, list[SpanT]]]:
-    """(id, text, gold spans) from a DocBin (.spacy), records JSONL (.jsonl), a brat folder or i2b2 XML."""
+def load_corpus(path: str | Path, lang: str | None = None, label_map: str | None = None,
+                fmt: str | None = None) -> list[tuple[str, str, list[SpanT]]]:
+    """(id, text, gold spans) from a DocBin (.spacy), records JSONL (.jsonl), a brat folder, i2b2
+    XML, or inline-markup notes (a .txt file, or folder, of `[text](LABEL)` documents separated by
+    `=====` lines); `fmt` names the reader when the path does not tell it (readers.guess_format)."""
     path = Path(path)
     if not path.exists():
         raise EvalError(f"{path}: evaluation corpus not found")
-    if path.suffix == ".spacy":
+    if path.suffix == ".spacy" and fmt in (None, "docbin"):
         import spacy
         from spacy.tokens import DocBin
 
         docs = DocBin().from_disk(path).get_docs(spacy.blank("xx").vocab)
         return [(str(i), d.text, [(e.start_char, e.end_char, e.label_) for e in d.ents]) for i, d in enumerate(docs)]
-    if path.suffix == ".jsonl":
+    if path.suffix == ".jsonl" and fmt in (None, "jsonl"):
         from .records import read_records
 
         return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in read_records(path)]
-    if path.is_dir() or path.suffix == ".xml":
-        from .readers import read_corpus  # the extract stage's readers (brat, i2b2)
-        from .records import RecordError
+    from .readers import guess_format, read_corpus  # the extract stage's readers (brat, i2b2, inline)
+    from .records import RecordError
 
-        fmt = "brat" if path.is_dir() and any(path.rglob("*.ann")) else "i2b2"
+    if fmt is None:
         try:
-            records = list(read_corpus(path, fmt, label_map=label_map, lang=lang or "es", on_error="skip"))
-        except (RecordError, ValueError, FileNotFoundError) as err:
-            raise EvalError(f"{path}: cannot read the {fmt} corpus ({err})") from None
-        return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in records]
-    raise EvalError(f"{path}: unknown corpus format (expected .spacy, .jsonl or a brat folder)")
+            fmt = guess_format(path)
+        except ValueError:
+            raise EvalError(f"{path}: unknown corpus format (expected .spacy, .jsonl, a brat folder, i2b2 XML "
+                            f"or inline-markup .txt)") from None
+    from .readers import ReadReport
+
+    report = ReadReport()
+    # hand-written markup is fixed, not skipped: a document left out would change what is measured
+    # without a word; the other formats skip a bad record and say which (ids and reasons, no text)
+    on_error = "raise" if fmt == "inline" else "skip"
+    try:
+        records = list(read_corpus(path, fmt, label_map=label_map, lang=lang or "es", on_error=on_error, report=report))
+    except (RecordError, ValueError, FileNotFoundError) as err:
+        raise EvalError(f"{path}: cannot read the {fmt} corpus ({err})") from None
+    if not records and report.skipped:
+        raise EvalError(f"{path}: no document of the {fmt} corpus could be read ({report.skipped[0]['reason']})")
+    for skipped in report.skipped:
+        log.warning("not scored: %s", skipped["reason"])
+    return [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in records]
 
 
 def predict(nlp, texts: Sequence[str], batch_size: int = 16) -> dict[str, list[list[SpanT]]]:
@@ -289,14 +311,90 @@ def recall_preset(curve: list[dict], target: float = 0.99) -> dict | None:
     return None
 
 
+# The annotated sets a build scores, each named for what it is, in the order the report gives them:
+# notes written apart from the generator first, the held-out split of the training corpus last.
+SET_KINDS = {
+    "challenge": "Challenge set (written apart from the generator; only ever scored)",
+    "independent": "Independent notes (written apart from this project; tune_path)",
+    "tune": "Tuning set (written apart from the generator; settings are chosen on it)",
+    "eval": "Real annotated corpus (eval_path)",
+    "annotated": "Real annotated corpus",
+    "dev": "Development set (dev_path: early stopping and the recall setting looked at it)",
+}
+# The project's own sets of a locale, by kind (`--sets-of LANG`), those that exist are scored.
+PROJECT_SETS = {"challenge": ("corpora", "eval"), "tune": ("corpora", "tune")}
+
+
+def split_title(split_source: str | None) -> str:
+    """What the main corpus of a build is: the held-out split of its training corpus, synthetic
+    (`synth`) or of the source corpus the build read; without a source, just a corpus."""
+    if split_source is None:
+        return "Corpus"
+    if split_source == "synth":
+        return ("Synthetic held-out split (notes of the generator that wrote the training notes: it shows "
+                "the templates were learned, not how notes written elsewhere fare)")
+    return f"Held-out split of the source corpus ({split_source})"
+
+
+def parse_set(value: str | Path) -> tuple[str, str]:
+    """(kind, path) of an --also value: `KIND=PATH` with a kind of SET_KINDS, or a plain PATH
+    (kind "annotated")."""
+    value = str(value)
+    kind, sep, path = value.partition("=")
+    if sep and kind in SET_KINDS:
+        return kind, path
+    return "annotated", value
+
+
+def project_sets(lang: str, root: Path | None = None) -> list[tuple[str, str]]:
+    """(kind, folder) of the locale's own annotated sets in the project (corpora/eval/<lang>: the
+    challenge set, corpora/tune/<lang>: the tuning set), those that exist."""
+    if root is None:
+        from . import PROJECT_ROOT as root
+    return [(kind, str(Path(root).joinpath(*parts, lang))) for kind, parts in PROJECT_SETS.items()
+            if Path(root).joinpath(*parts, lang).is_dir()]
+
+
+def shown_path(path: str | Path) -> str:
+    """A corpus path as the report names it: relative to the project when inside it
+    ("corpora/eval/fr"), else as given."""
+    from . import PROJECT_ROOT
+
+    try:
+        return str(Path(path).resolve().relative_to(Path(PROJECT_ROOT).resolve()))
+    except (ValueError, OSError):
+        return str(path)
+
+
+def ordered_sets(sets: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The sets in report order (SET_KINDS), each path once, "-" and "" (no set) left out."""
+    rank = {kind: i for i, kind in enumerate(SET_KINDS)}
+    seen: set[str] = set()
+    out = []
+    for kind, path in sorted(sets, key=lambda kp: rank[kp[0]]):
+        if not path or path == "-":
+            continue
+        key = str(Path(path).resolve())
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((kind, path))
+    return out
+
+
 def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Path,
                       training_dir: str | Path | None = None, lang: str | None = None,
                       label_map: str | None = None, batch_size: int = 16,
-                      also: Sequence[str | Path] = ()) -> dict:
+                      also: Sequence[str | Path] = (), split_source: str | None = None,
+                      sets_of: str | None = None) -> dict:
     """Run the pipeline on the corpus, write metrics.json, report.md and plots; return the metrics.
 
-    also: real annotated corpora scored next to the held-out split (a synthetic held-out split
-    only shows that the templates were learned; these show what happens on real notes)."""
+    also: annotated sets scored next to the corpus, each `PATH` or `KIND=PATH` (SET_KINDS);
+    sets_of: a language whose project sets (corpora/eval/<lc>, corpora/tune/<lc>) are scored too;
+    split_source: the source format of the build whose held-out split `corpus` is ("synth": a
+    synthetic split). The report leads with the annotated sets (a synthetic held-out split only shows
+    that the templates were learned; notes written elsewhere show what happens on real notes) and
+    gives the corpus last, named for what it is."""
     import spacy
 
     from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
@@ -305,20 +403,23 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
     data = load_corpus(corpus, lang=lang, label_map=label_map)
     if not data:
         raise EvalError(f"{corpus}: no documents to evaluate")
+    sets = [parse_set(a) for a in also] + (project_sets(sets_of) if sets_of else [])
     extra = []
-    for path in also:
+    for kind, path in ordered_sets(sets):
         extra_data = load_corpus(path, lang=lang, label_map=label_map)
         if not extra_data:
             raise EvalError(f"{path}: no documents to evaluate")
-        extra.append((path, extra_data))
+        extra.append((kind, path, extra_data))
     nlp = spacy.load(pipeline)
-    metrics = {"pipeline": str(pipeline), "corpus": str(corpus), **score_corpus(nlp, data, batch_size)}
+    metrics = {"pipeline": str(pipeline), "corpus": str(corpus), "title": split_title(split_source),
+               "split_source": split_source, **score_corpus(nlp, data, batch_size)}
     if extra:
-        metrics["also"] = [{"corpus": str(path), **score_corpus(nlp, d, batch_size)} for path, d in extra]
+        metrics["also"] = [{"corpus": shown_path(path), "kind": kind, "title": SET_KINDS[kind], **score_corpus(nlp, d, batch_size)}
+                           for kind, path, d in extra]
     if RECALL_KNOB in nlp.pipe_names:
         metrics["packaged_o_bias"] = nlp.get_pipe(RECALL_KNOB).o_bias  # the scores above decode with it
         # the curve is drawn on the real corpus when there is one (what the preset is chosen on)
-        for scored, d in [(metrics, data)] + [(m, d) for m, (_, d) in zip(metrics.get("also", []), extra)]:
+        for scored, d in [(metrics, data)] + [(m, d) for m, (_, _, d) in zip(metrics.get("also", []), extra)]:
             scored["recall_curve"] = recall_curve(nlp, d, batch_size=batch_size)
     curve = []
     if training_dir is not None:
@@ -340,26 +441,43 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def scored_sets(metrics: dict) -> list[dict]:
+    """Every scored corpus of the metrics in report order: the annotated sets, then the main corpus."""
+    return [*metrics.get("also", []), metrics]
+
+
 def render_report(metrics: dict, plots: dict[str, str]) -> str:
     lines = [f"# Evaluation of `{Path(metrics['pipeline']).name}`", ""]
-    lines += _corpus_section(metrics)
-    for other in metrics.get("also", []):
-        lines += ["", f"## Real annotated corpus `{other['corpus']}`", ""]
-        lines += _corpus_section(other)
+    sets = scored_sets(metrics)
+    if len(sets) > 1:
+        lines += ["Every annotated set, the notes written apart from the generator first (combined pipeline: "
+                  "NER + regex pack + merger):", "",
+                  "| set | corpus | docs | strict P | strict R | strict F1 | token recall | docs fully redacted |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for scored in sets:
+            comb = scored["systems"]["combined"]
+            st = comb["strict"]["micro"]
+            title = scored.get("title") or "Corpus"
+            lines.append(f"| {title.split(' (')[0]} | `{scored['corpus']}` | {scored['docs']} | {_pct(st['p'])} | {_pct(st['r'])} "
+                         f"| {_pct(st['f'])} | {_pct(comb['token_recall'])} | {_pct(comb['docs_fully_redacted'])} |")
+        lines.append("")
+    for scored in sets:
+        lines += [f"## {scored.get('title') or 'Corpus'}: `{scored['corpus']}`", ""]
+        lines += _corpus_section(scored, metrics.get("packaged_o_bias"))
+        lines.append("")
     tr = metrics.get("training")
     if tr:
-        lines += ["", f"Training: {tr.get('epochs_run')} epochs, {tr.get('steps_run')} steps on {tr.get('device')}, "
-                      f"{tr.get('wall_seconds')} s, best dev F1 {_pct(tr.get('best_ents_f'))}."]
-    lines.append("")
+        lines += [f"Training: {tr.get('epochs_run')} epochs, {tr.get('steps_run')} steps on {tr.get('device')}, "
+                  f"{tr.get('wall_seconds')} s, best dev F1 {_pct(tr.get('best_ents_f'))}.", ""]
     for title, name in plots.items():
         lines += [f"![{title}]({name})", ""]
     return "\n".join(lines)
 
 
-def _corpus_section(metrics: dict) -> list[str]:
+def _corpus_section(metrics: dict, packaged_o_bias: float | None = None) -> list[str]:
     """System table, per-label table and throughput of one scored corpus."""
     sysm = metrics["systems"]
-    lines = [f"Corpus: `{metrics['corpus']}` ({metrics['docs']} documents).", "",
+    lines = [f"{metrics['docs']} documents.", "",
              "| system | strict P | strict R | strict F1 | overlap F1 | token recall | docs fully redacted |",
              "|---|---|---|---|---|---|---|"]
     for s in SYSTEMS:
@@ -367,7 +485,7 @@ def _corpus_section(metrics: dict) -> list[str]:
         st = m["strict"]["micro"]
         lines.append(f"| {s} | {_pct(st['p'])} | {_pct(st['r'])} | {_pct(st['f'])} | {_pct(m['overlap']['micro']['f'])} "
                      f"| {_pct(m['token_recall'])} | {_pct(m['docs_fully_redacted'])} |")
-    lines += ["", "## Per label (combined pipeline)", "",
+    lines += ["", "### Per label (combined pipeline)", "",
               "| label | gold | pred | strict P | strict R | strict F1 | overlap F1 | NER F1 | regex F1 |",
               "|---|---|---|---|---|---|---|---|---|"]
     comb = sysm["combined"]
@@ -382,8 +500,8 @@ def _corpus_section(metrics: dict) -> list[str]:
     tp = metrics.get("throughput", {})
     lines += ["", f"Throughput: {tp.get('docs_per_s')} docs/s, {tp.get('words_per_s')} words/s."]
     if metrics.get("recall_curve"):
-        packaged = f"; the scores above use this pipeline's own o_bias {metrics['packaged_o_bias']}" \
-            if "packaged_o_bias" in metrics else ""
+        packaged = f"; the scores above use this pipeline's own o_bias {packaged_o_bias}" \
+            if packaged_o_bias is not None else ""
         lines += ["", f"Recall knob (`deid_tagger` o_bias; combined pipeline{packaged}):", "",
                   "| o_bias | token recall | token precision | docs fully redacted | strict P | strict R | strict F1 |",
                   "|---|---|---|---|---|---|---|"]
@@ -418,7 +536,8 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
         _savefig(fig, out_dir / "training_curve.png")
         plt.close(fig)
         plots["Training curve"] = "training_curve.png"
-    per = {s: metrics["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
+    lead = scored_sets(metrics)[0]  # the set the report leads with
+    per = {s: lead["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
     labels = sorted(set().union(*[set(p) for p in per.values()]))
     if labels:
         fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.8), 3.5))
@@ -431,7 +550,7 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
         ax.set_ylabel("strict F1 (%)")
         ax.set_ylim(0, 100)
         ax.legend()
-        ax.set_title("Per-label F1")
+        ax.set_title(f"Per-label F1: {Path(lead['corpus']).name}")
         fig.tight_layout()
         _savefig(fig, out_dir / "per_label_f1.png")
         plt.close(fig)
@@ -457,24 +576,30 @@ def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, st
 
 def evaluate_command(
     pipeline: str = typer.Argument(..., help="Pipeline folder or installed package (deid_<lc>)"),
-    corpus: Path = typer.Argument(..., help="Gold corpus: DocBin (.spacy), records JSONL or brat folder"),
+    corpus: Path = typer.Argument(..., help="Gold corpus: DocBin (.spacy), records JSONL, brat folder, i2b2 XML or inline-markup .txt"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (metrics.json, report.md, PNGs)"),
     training_dir: Path = typer.Option(None, "--training-dir", help="Training folder (log.jsonl) for the curve"),
     lang: str = typer.Option(None, "--lang", help="Language of a brat corpus"),
     label_map: str = typer.Option(None, "--label-map", help="Label map of a brat corpus (e.g. meddocan)"),
     batch_size: int = typer.Option(16, "--batch-size", help="documents per nlp.pipe batch (memory grows with it)"),
-    also: list[str] = typer.Option([], "--also", help="A real annotated corpus to score too (repeatable; '-' = none)"),
+    also: list[str] = typer.Option([], "--also", help="An annotated set to score too, PATH or KIND=PATH with KIND one of "
+                                   + ", ".join(SET_KINDS) + " (repeatable; '-' = none)"),
+    sets_of: str = typer.Option(None, "--sets-of", help="Also score the project's annotated sets of this language "
+                                "(corpora/eval/<lc>: challenge, corpora/tune/<lc>: tuning), those that exist"),
+    split_source: str = typer.Option(None, "--split-source", help="Source format of the build whose held-out split CORPUS "
+                                     "is (synth: the report names it a synthetic split)"),
 ) -> None:
     """Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         metrics = evaluate_pipeline(pipeline, corpus, out, training_dir=training_dir, lang=lang,
                                     label_map=label_map or None, batch_size=batch_size,
-                                    also=[a for a in also if a and a != "-"])
+                                    also=[a for a in also if a and parse_set(a)[1] not in ("", "-")],
+                                    split_source=split_source or None, sets_of=sets_of or None)
     except EvalError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
-    for scored in [metrics, *metrics.get("also", [])]:
+    for scored in scored_sets(metrics):
         short = {s: {"strict_f": m["strict"]["micro"]["f"], "token_recall": m["token_recall"],
                      "docs_fully_redacted": m["docs_fully_redacted"]} for s, m in scored["systems"].items()}
         typer.echo(f"{scored['corpus']}: " + json.dumps(short, indent=2))

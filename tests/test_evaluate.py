@@ -1,6 +1,7 @@
 """Metric functions on hand-made gold/pred, and the evaluation report on a tiny trained pipeline."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +190,97 @@ def test_meddocan_dev_loads_when_shared_is_present():
     assert len(data) > 100
     labels = {lab for _, _, spans in data for _, _, lab in spans}
     assert {"PERSON", "DATE", "ID"} <= labels
+
+
+# ----------------------------------------------------------------------------- the build's annotated sets
+INLINE_FIXTURE = PROJECT_ROOT / "corpora" / "fixtures" / "inline" / "notas.txt"
+BRAT_FIXTURE = PROJECT_ROOT / "corpora" / "fixtures" / "brat"
+
+
+def test_load_corpus_reads_inline_markup_and_names_a_malformed_document(tmp_path):
+    data = load_corpus(INLINE_FIXTURE, lang="es")
+    assert [i for i, _, _ in data] == ["notas-01", "notas-02", "notas-03"]
+    text, gold = data[1][1], data[1][2]
+    assert {(text[s:e], label) for s, e, label in gold} >= {("Maite Urrutia", "PERSON"), ("Bilbao", "LOCATION")}
+    bad = tmp_path / "notes.txt"
+    bad.write_text("Uno [Ana](PERSON).\n=====\nDos [Luis Mora](DOCTOR).\n", encoding="utf-8")
+    # a malformed document is not skipped without a word: the set would shrink under the scores
+    with pytest.raises(EvalError, match=r"notes\.txt: document 2, line 3: unknown label 'DOCTOR'") as err:
+        load_corpus(bad, lang="es")
+    assert "Luis" not in str(err.value)
+
+
+def test_sets_are_named_ordered_and_found_in_the_project(tmp_path):
+    from deid_factory.evaluate import SET_KINDS, ordered_sets, parse_set, project_sets, split_title
+
+    assert parse_set("independent=/x/es.txt") == ("independent", "/x/es.txt")
+    assert parse_set("/data/a=b") == ("annotated", "/data/a=b")  # a path with '=' but no kind
+    sets = [("dev", "d"), ("annotated", "a"), ("independent", "i"), ("tune", "t"), ("challenge", "c"), ("eval", "-"),
+            ("independent", str(tmp_path / "." / "i2")), ("annotated", str(tmp_path / "i2"))]
+    assert ordered_sets(sets) == [("challenge", "c"), ("independent", "i"), ("independent", str(tmp_path / "." / "i2")),
+                                  ("tune", "t"), ("annotated", "a"), ("dev", "d")]
+    assert list(SET_KINDS)[-1] == "dev"  # the set early stopping looked at comes last of the real ones
+    (tmp_path / "corpora" / "eval" / "fr").mkdir(parents=True)
+    (tmp_path / "corpora" / "tune" / "es").mkdir(parents=True)
+    assert project_sets("fr", tmp_path) == [("challenge", str(tmp_path / "corpora" / "eval" / "fr"))]
+    assert project_sets("es", tmp_path) == [("tune", str(tmp_path / "corpora" / "tune" / "es"))]
+    assert project_sets("de", tmp_path) == []
+    assert split_title("synth").startswith("Synthetic held-out split") and "brat" in split_title("brat")
+
+
+def _evaluate_step(lang: str) -> tuple[list[str], dict]:
+    """The evaluate step of the rendered project of `lang` (its script line and vars)."""
+    import yaml
+
+    project = yaml.safe_load((PROJECT_ROOT / "languages" / lang / "project.yml").read_text(encoding="utf-8"))
+    (script,) = {c["name"]: c for c in project["commands"]}["evaluate"]["script"]
+    return script, project["vars"]
+
+
+def test_the_build_scores_every_annotated_set_first_and_the_synthetic_split_last(train_pipeline, train_corpus, tmp_path):
+    """The evaluate step as the fr and es projects render it, run in a project that has a challenge
+    set and a tuning set for the language, with independent notes given as tune_path: metrics.json
+    and report.md hold the challenge set, the independent notes and the tuning set, in that order,
+    then the held-out split, named synthetic. (Before, a build scored only eval_path: the fr
+    challenge set was never scored.)"""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    fr_script, _ = _evaluate_step("fr")
+    assert "--sets-of ${vars.lang}" in fr_script and "--split-source ${vars.source_format}" in fr_script
+    script, variables = _evaluate_step("es")
+    root = tmp_path / "project"
+    project = root / "languages" / "es"
+    (project / "training").mkdir(parents=True)
+    (project / "corpus" / "final").mkdir(parents=True)
+    (root / "regex_packs").mkdir()
+    shutil.copytree(train_pipeline, project / "training" / "pipeline")
+    shutil.copy(train_corpus / "test.spacy", project / "corpus" / "final" / "test.spacy")
+    shutil.copytree(BRAT_FIXTURE, root / "corpora" / "eval" / "es")
+    shutil.copytree(PROJECT_ROOT / "corpora" / "label_maps", root / "corpora" / "label_maps")  # label_map's default
+    tune = root / "corpora" / "tune" / "es"
+    tune.mkdir(parents=True)
+    shutil.copy(train_corpus / "test.jsonl", tune / "tune.jsonl")
+    variables = {**variables, "tune_path": str(INLINE_FIXTURE)}
+    for key, value in variables.items():
+        script = script.replace("${vars.%s}" % key, str(value))
+    args = shlex.split(script)
+    assert args[:3] == ["python", "-m", "deid_factory"]
+    ret = subprocess.run([sys.executable, *args[1:]], cwd=project, capture_output=True, text=True, timeout=600)
+    assert ret.returncode == 0, ret.stderr[-3000:]
+    metrics = json.loads((project / "metrics" / "metrics.json").read_text())
+    assert [(a["kind"], Path(a["corpus"]).name, a["docs"]) for a in metrics["also"]] == [
+        ("challenge", "es", 1), ("independent", "notas.txt", 3), ("tune", "es", 12)]
+    assert metrics["split_source"] == "synth" and metrics["docs"] == 12
+    report = (project / "metrics" / "report.md").read_text()
+    headings = [line for line in report.splitlines() if line.startswith("## ")]
+    assert [h.split(" (")[0] for h in headings] == ["## Challenge set", "## Independent notes", "## Tuning set",
+                                                  "## Synthetic held-out split"]
+    # the summary table leads the report, the sets in the same order, the synthetic split last
+    summary = [line for line in report.split(headings[0])[0].splitlines() if line.startswith("| ")][1:]
+    assert [row.split(" | ")[0] for row in summary] == ["| Challenge set", "| Independent notes", "| Tuning set",
+                                                        "| Synthetic held-out split"]
+    comb = metrics["also"][1]["systems"]["combined"]
+    assert comb["strict"]["micro"]["n_gold"] == 15 and 0 <= comb["token_recall"] <= 1

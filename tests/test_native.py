@@ -152,7 +152,7 @@ def test_native_build_through_the_project(tmp_path):
     train_texts = {t for t, _ in read_docbin_spans(corpus / "final" / "train.spacy", "es")}
     assert train_texts == {n.text for n in notes}
     metrics = json.loads((project / "metrics" / "metrics.json").read_text())
-    assert [a["docs"] for a in metrics["also"]] == [5]
+    assert [(a["kind"], a["docs"]) for a in metrics["also"]] == [("eval", 5), ("dev", 6)]  # dev_path scored too, last
     assert "Real annotated corpus" in (project / "metrics" / "report.md").read_text()
     # the NER learned from the notes: on the held-out eval notes (measured: strict F1 0.48, PERSON
     # 0.74), and on names in prose no regex pattern finds (a model that learned nothing finds none)

@@ -1,4 +1,4 @@
-"""Readers: brat, JSONL, DocBin, i2b2 XML -> validated records with canonical labels."""
+"""Readers: brat, JSONL, DocBin, i2b2 XML, inline markup -> validated records with canonical labels."""
 
 from __future__ import annotations
 
@@ -297,3 +297,135 @@ def test_json_lines_rules_bom_blank_torn_and_bad_lines(tmp_path):
         (1, {"id": "a"}, None, False, True), (2, None, None, True, True), (3, None, NOT_UTF8, False, True),
         (4, None, NOT_JSON, False, True), (5, {"t": "x\u2028y"}, None, False, True), (6, {"id": "c"}, None, False, False)]
     assert sum(x.size for x in lines) == path.stat().st_size and lines[3].where == f"{path}:4"
+
+
+# ----------------------------------------------------------------------------- inline markup
+INLINE = FIXTURES / "inline" / "notas.txt"
+
+
+def _inline(tmp_path: Path, text: str, name: str = "notes.txt") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8", newline="")
+    return path
+
+
+def test_inline_fixture_gives_exact_offsets_in_the_text_without_markup():
+    """Each span's offsets cut its surface text out of the de-bracketed text; bracket pairs that are
+    not markup ("[sic]" inside a span, "[1]", a link, "(n=3)") stay text; touching spans stay two."""
+    report = ReadReport()
+    records = list(read_corpus(INLINE, "inline", lang="es", report=report))
+    assert [r.id for r in records] == ["notas-01", "notas-02", "notas-03"]
+    assert [r.meta["document"] for r in records] == [1, 2, 3]
+    got = [[(r.text[s.start:s.end], s.label) for s in r.spans] for r in records]
+    assert got[0] == [("Clínica [sic] Santa Úrsula", "ORGANIZATION"), ("Íñigo Larrañaga Goñi", "PERSON"),
+                      ("58 años", "AGE"), ("lunes 7/3/2022", "DATE"), ("943 11 22 33", "PHONE"),
+                      ("600 987 654", "PHONE"), ("JuanRamón", "PERSON"), ("Etxeberria", "PERSON")]
+    assert got[1] == [("Maite Urrutia", "PERSON"), ("neumóloga", "PROFESSION"), ("Hospital de Basurto", "ORGANIZATION"),
+                      ("c/ Autonomía 12, 48012", "ADDRESS"), ("Bilbao", "LOCATION")]
+    assert got[2] == [("amaia", "PERSON"), ("amaia.g@correo.test", "EMAIL")]
+    first = records[0].text
+    assert first.startswith("Clínica [sic] Santa Úrsula · Unidad")  # the blank line before it is not text
+    for kept in ("guía [1] y el protocolo [v2.3].", "(n=3)", "[anexo](figura 2)", "[la web](https://ejemplo.org)",
+                 "Tel.: 943 11 22 33/600 987 654 · Contacto: JuanRamónEtxeberria"):
+        assert kept in first
+    assert records[1].text.endswith("Hb 13,2 g/dl [12-16]; PCR < 5 mg/l.")  # blank lines after it dropped too
+    assert not any(")(" in r.text or "](" in r.text.replace("](figura", "").replace("](https", "") for r in records)
+    assert report.spans_kept == 15 and report.trimmed == 0
+    for r in records:
+        validate_record(r)
+
+
+def _marked(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """The inline markup of a text and its (non-overlapping, sorted) spans."""
+    out, at = [], 0
+    for start, end, label in spans:
+        out += [text[at:start], "[", text[start:end], f"]({label})"]
+        at = end
+    return "".join(out + [text[at:]])
+
+
+def test_inline_markup_round_trips_offsets_on_generated_notes():
+    """Property: markup written from any text (brackets, parentheses and capital words in it) and
+    any non-overlapping spans reads back to the same text and the same offsets."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from conftest import hypothesis_examples
+    from deid_factory.labels import CANONICAL_LABELS
+    from deid_factory.readers.inline import parse_inline
+
+    # text pieces that are not markup on their own: balanced bracket pairs, "(...)" after them that
+    # holds no label alone ("[sic](id x)", "[sic](Date"), words in capitals outside brackets
+    piece = st.sampled_from(["a", "é", " ", "\n", "(n=3)", "[sic]", "[1](2)", "PERSON", "(id x)", "(Date", "x)", "Ñ", "[a](b c)", "·"])
+
+    @settings(max_examples=hypothesis_examples(200), deadline=None)
+    @given(st.lists(piece, min_size=1, max_size=30), st.data())
+    def check(pieces, data):
+        text = "".join(pieces)
+        # span boundaries on piece boundaries, so a span never cuts a "[sic]" pair in half
+        bounds = sorted(set(data.draw(st.lists(st.integers(0, len(pieces)), max_size=8))))
+        cuts = [sum(len(p) for p in pieces[:b]) for b in bounds]
+        spans = [(a, b, data.draw(st.sampled_from(sorted(CANONICAL_LABELS)))) for a, b in zip(cuts[::2], cuts[1::2]) if b > a]
+        plain, got = parse_inline(_marked(text, spans))
+        assert plain == text and got == spans
+
+    check()
+
+
+def test_inline_nested_markup_gives_both_spans_and_the_checks_reject_the_overlap(tmp_path):
+    from deid_factory.readers.inline import parse_inline
+
+    assert parse_inline("Dr. [[Ana](PERSON) Gil](PERSON) vino") == ("Dr. Ana Gil vino", [(4, 7, "PERSON"), (4, 11, "PERSON")])
+    path = _inline(tmp_path, "nota uno sin nada\n=====\nDr. [[Ana](PERSON) Gil](PERSON) vino\n")
+    with pytest.raises(RecordError, match=r"notes\.txt: document 2 \(line 3\): record 'notes-02': spans \[4,7\) and \[4,11\) PERSON overlap"):
+        list(read_corpus(path, "inline", lang="es"))
+
+
+@pytest.mark.parametrize("doc, problem, line", [
+    ("Paciente [Rosa Pons](NAME) ingresa.", r"unknown label 'NAME'", 3),
+    ("Paciente [Rosa Pons](Person) ingresa.", r"label 'Person' must be written in capitals \(PERSON\)", 3),
+    ("Paciente\n[Rosa Pons(PERSON) ingresa.", r"'\[' is never closed in this document", 4),
+    ("Paciente Rosa Pons](PERSON) ingresa.", r"'\]\(PERSON\)' closes a span that no '\[' opened", 3),
+    ("Paciente [Rosa Pons](PERSON ingresa.", r"label PERSON has no closing '\)'", 3),
+    ("Paciente [](PERSON) ingresa.", r"empty PERSON span", 3),
+])
+def test_inline_malformed_markup_names_file_document_and_line_never_text(tmp_path, doc, problem, line):
+    """Each malformed document is one error naming file, document number and line, without the
+    note's words; with on_error="skip" the documents after it are still read."""
+    path = _inline(tmp_path, f"Primera nota, [12/01/2020](DATE).\n=====\n{doc}\n=====\nTercera, [Lugo](LOCATION).\n")
+    with pytest.raises(RecordError) as err:
+        list(read_corpus(path, "inline", lang="es"))
+    message = str(err.value)
+    assert f"{path}: document 2, line {line}: " in message
+    assert __import__("re").search(problem, message), message
+    assert "Rosa" not in message and "Pons" not in message and "ingresa" not in message
+    report = ReadReport()
+    records = list(read_corpus(path, "inline", lang="es", on_error="skip", report=report))
+    assert [r.id for r in records] == ["notes-01", "notes-03"]
+    assert [s["id"] for s in report.skipped] == ["notes-02"] and "Rosa" not in report.skipped[0]["reason"]
+
+
+def test_inline_documents_separators_and_newlines(tmp_path):
+    """A separator is a line holding only '====='; a file may start or end with one; an empty
+    document between two is an error; CRLF files count one character per line break; a BOM is dropped."""
+    path = _inline(tmp_path, "\ufeff=====\r\nUno: [Ana](PERSON)\r\nsigue\r\n===== \r\nDos [Vigo](LOCATION)\r\n=====\r\n")
+    records = list(read_corpus(path, "inline", lang="es"))
+    assert [(r.text, [(s.start, s.end) for s in r.spans]) for r in records] == [
+        ("Uno: Ana\nsigue", [(5, 8)]), ("Dos Vigo", [(4, 8)])]
+    path = _inline(tmp_path, "Uno [Ana](PERSON)\n=====\n\n=====\nTres\n", "empty.txt")
+    with pytest.raises(RecordError, match=r"empty\.txt: document 2 \(line 3\): empty document"):
+        list(read_corpus(path, "inline", lang="es"))
+    # "=====" inside a line, or "======", is text
+    (rec,) = read_corpus(_inline(tmp_path, "a ===== b\n======\n[Ana](PERSON)\n", "one.txt"), "inline", lang="es")
+    assert rec.text == "a ===== b\n======\nAna"
+
+
+def test_inline_labels_are_canonical_a_label_map_does_not_apply_and_the_format_is_guessed(tmp_path):
+    from deid_factory.readers import guess_format
+
+    (rec,) = read_corpus(_inline(tmp_path, "Edad: [40 años](AGE)\n"), "inline", label_map="meddocan", lang="es")
+    assert [(s.label, s.attrs) for s in rec.spans] == [("AGE", {})]  # no source_label: nothing was mapped
+    assert guess_format(INLINE) == "inline" and guess_format(INLINE.parent) == "inline"
+    assert guess_format(FIXTURES / "brat" / "nota-001.txt") == "brat"  # a .ann beside it
+    plain = _inline(tmp_path, "una nota [sin] marcas\n", "plain.txt")
+    assert guess_format(plain) == "brat"  # no markup: brat, which then says the .ann is missing

@@ -1,4 +1,5 @@
-"""Corpus readers: brat standoff, project JSONL, spaCy DocBin, i2b2 XML, and the embedded synthetic corpus.
+"""Corpus readers: brat standoff, project JSONL, spaCy DocBin, i2b2 XML, inline markup (notes with
+`[text](LABEL)` spans, inline.py), and the embedded synthetic corpus.
 
 Every reader yields `RawRecord`s (text + spans with the corpus' own labels and, where the format has
 it, the annotated string). `normalize()` turns one into a validated `Record` with canonical labels:
@@ -34,7 +35,9 @@ from typing import Any, Callable, Iterator
 from ..labels import CANONICAL_LABELS, load_label_map
 from ..records import BOM, Record, RecordError, Span, span_problems, trim_span
 
-FORMATS = ("brat", "jsonl", "docbin", "i2b2", "synth")
+FORMATS = ("brat", "jsonl", "docbin", "i2b2", "inline", "synth")
+# Formats whose labels are canonical by definition: a label map is ignored.
+CANONICAL_FORMATS = ("inline",)
 # Formats whose records are generated, not read: `n` and `seed` say how many and which; INPUT is
 # optional (a data folder); their labels are canonical, so a label map is ignored.
 GENERATED_FORMATS = ("synth",)
@@ -205,6 +208,10 @@ def _reader(fmt: str) -> Callable[..., Iterator[RawRecord]]:
         from .i2b2 import read_i2b2
 
         return read_i2b2
+    if fmt == "inline":
+        from .inline import read_inline
+
+        return read_inline
     if fmt in GENERATED_FORMATS:
         if fmt not in _GENERATED_READERS:
             # the generator registers itself when imported; it is imported here by name, at call
@@ -242,6 +249,8 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
     report = report if report is not None else ReadReport()
     if fmt in GENERATED_FORMATS:
         path, label_map = path if path is not None else "-", None
+    if fmt in CANONICAL_FORMATS:
+        label_map = None
     mapping = load_label_map(label_map) if isinstance(label_map, (str, Path)) else label_map
     seen: set[str] = set()
     for raw in iter_raw(path, fmt, lang, report, n=n, seed=seed):
@@ -264,7 +273,10 @@ def read_corpus(path: str | Path | None, fmt: str, label_map: str | Path | dict 
 
 def guess_format(path: str | Path) -> str:
     """The reader for a corpus path: a folder of .ann files is brat, .jsonl records, .spacy a
-    DocBin, .xml (or a folder of .xml files) i2b2."""
+    DocBin, .xml (or a folder of .xml files) i2b2; a .txt file (or a folder of them) with no .ann
+    beside it and with `](LABEL)` markup is inline, else brat (which then says the .ann is missing)."""
+    from .inline import looks_inline
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"corpus not found: {path}")
@@ -275,7 +287,11 @@ def guess_format(path: str | Path) -> str:
             return "i2b2"
         if any(path.rglob("*.jsonl")):
             return "jsonl"
+        if any(path.rglob("*.txt")) and looks_inline(path):
+            return "inline"
         raise ValueError(f"{path}: cannot tell the corpus format (no .ann, .xml or .jsonl files); pass --format")
+    if path.suffix == ".txt" and not path.with_suffix(".ann").exists() and looks_inline(path):
+        return "inline"
     by_suffix = {".jsonl": "jsonl", ".spacy": "docbin", ".xml": "i2b2", ".ann": "brat", ".txt": "brat"}
     if path.suffix in by_suffix:
         return by_suffix[path.suffix]
@@ -300,5 +316,5 @@ def record_id_from(path: Path, root: Path) -> str:
     return rel.with_suffix("").as_posix()
 
 
-__all__ = ["FORMATS", "GENERATED_FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "register_generated", "iter_raw", "iter_files", "guess_format",
+__all__ = ["FORMATS", "GENERATED_FORMATS", "CANONICAL_FORMATS", "RawRecord", "RawSpan", "ReadReport", "normalize", "read_corpus", "register_generated", "iter_raw", "iter_files", "guess_format",
            "check_language", "strip_bom", "unreadable"]
