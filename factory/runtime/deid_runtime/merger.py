@@ -41,7 +41,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .canonical import CANONICAL_LABELS
-from .pack_component import DEFAULT_CLINICAL_KEY, exempt_from_facts, fact_tokens
+from .pack_component import DEFAULT_CLINICAL_KEY, DEFAULT_RULES_KEY, exempt_from_facts, fact_tokens
 from .regex_pack import NonOverlapping
 
 NER_SPANS_KEY = "deid_ner"
@@ -74,12 +74,15 @@ class _Candidate:
 
 
 def priority(source: str, label: str, validated: bool, structured: set[str], ner_first: set[str]) -> int:
-    """The rank of a candidate in a label conflict (see the module docstring)."""
-    if source == "regex" and label in structured and validated:
+    """The rank of a candidate in a label conflict (see the module docstring). A context rule ("rule")
+    ranks as a pattern for the structured labels and as the NER for the NER-first ones: its label
+    comes from the words around it ("su hija Pilar"), which the NER reads too."""
+    pattern = source in ("regex", "rule")
+    if pattern and label in structured and validated:
         return 3
-    if source == "ner" and label in ner_first:
+    if source in ("ner", "rule") and label in ner_first:
         return 2
-    if source == "regex" and label in structured:
+    if pattern and label in structured:
         return 1
     return 0
 
@@ -228,8 +231,10 @@ class DeidMerger:
                  structured_labels: list[str], ner_first_labels: list[str],
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
                  title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95,
-                 clinical_key: str = DEFAULT_CLINICAL_KEY):
+                 clinical_key: str = DEFAULT_CLINICAL_KEY, rules_key: str = DEFAULT_RULES_KEY):
         self.name = name
+        self.rules_key = rules_key
+        self.checks = False  # the plausibility checks (set from the config: plausibility_checks)
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
         self.clinical_key = clinical_key
         self.structured = set(structured_labels)
@@ -250,7 +255,9 @@ class DeidMerger:
             for start, end in split_at_line_breaks(doc, e.start, e.end):
                 start, end = complete_words(doc, start, end, e.label_, self.whole_word, self.initials, self.title_letters)
                 candidates.append(_Candidate(start, end, e.label_, "ner", 0.5, False, ""))
-        for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
+        pattern_spans = [(s, "regex") for s in (doc.spans[self.regex_key] if self.regex_key in doc.spans else [])]
+        pattern_spans += [(s, "rule") for s in (doc.spans[self.rules_key] if self.rules_key in doc.spans else [])]
+        for s, source in pattern_spans:
             if s.label_ not in CANONICAL_LABELS:
                 continue
             # the pack says whether check digits passed; spans from elsewhere fall back to a high score
@@ -260,14 +267,14 @@ class DeidMerger:
             # with the validated ones: the NER's "PERSON" over "CT230917" of "N° examen : CT230917-4411"
             # must not cut the identifier in three
             validated = validated or (s._.deid_score is not None and s._.deid_score >= self.trusted_score)
-            candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
+            candidates.append(_Candidate(s.start, s.end, s.label_, source, float(s._.deid_score or 0.8),
                                          validated, s._.deid_kind or ""))
         facts = doc.spans[self.clinical_key] if self.clinical_key in doc.spans else []
         if len(facts):
             in_fact = fact_tokens(doc, facts)
             candidates = [_Candidate(start, end, c.label, c.source, c.score, c.validated, c.kind)
                           for c in candidates
-                          for start, end in ([(c.start, c.end)] if c.source == "regex" and exempt_from_facts(c.label, c.validated)
+                          for start, end in ([(c.start, c.end)] if c.source != "ner" and exempt_from_facts(c.label, c.validated, c.source)
                                              else outside_facts(doc, c.start, c.end, in_fact))]
         final = []
         for c in resolve(candidates, self.structured, self.ner_first):
@@ -290,9 +297,9 @@ class DeidMerger:
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
                 initials_labels: list[str], title_letters: list[str], trusted_score: float,
-                clinical_key: str) -> DeidMerger:
+                clinical_key: str, rules_key: str) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
-                      whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key)
+                      whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key, rules_key)
 
 
 Language.factory(
@@ -308,5 +315,6 @@ Language.factory(
         "title_letters": DEFAULT_TITLE_LETTERS,
         "trusted_score": 0.95,
         "clinical_key": DEFAULT_CLINICAL_KEY,
+        "rules_key": DEFAULT_RULES_KEY,
     },
 )(make_merger)
