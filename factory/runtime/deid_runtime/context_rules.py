@@ -149,14 +149,14 @@ class NameReader:
                     break  # initials after a name word begin the next person ("C. Ruiz M.J. Soto")
                 initials_case = "lower" if initials.group()[0].islower() else "upper"
                 letters = initials.group().replace(".", "").replace("-", "")
-                if begun is None and len(letters) == 1 and letters in self.words.title_letters:
+                if begun is None and len(letters) == 1 and letters.upper() in self.words.title_letters:
                     pass  # "M. Dupont": a one-letter title, left outside the name
                 else:
                     begun = pos if begun is None else begun
                 pos = initials.end()
             elif word:
                 w = word.group()
-                if w.islower() and fold(w) in self.words.particles:
+                if fold(w) in self.words.particles and (w.islower() or w.istitle()):  # "de", "van", "Le" of "Le Gall"
                     begun = pos if begun is None else begun
                     pending_particle, pos = True, word.end()
                 else:
@@ -268,10 +268,12 @@ class ContextRules:
         raw = read_yaml_mapping(main, RulesError)
         files = [RULES_FILE]
         vocab = {k: list(v) for k, v in pack_vocab.items()}
+        for key in ("common", "particles"):
+            _check_words(main, key, raw.get(key) or [])
         for k, v in (raw.get("vocab") or {}).items():
             if k in vocab:
                 raise RulesError(f"{main}: vocab {k!r} is already a word list of the pack (pack.yml or its titles)")
-            vocab[k] = [str(w) for w in v]
+            vocab[k] = _check_words(main, f"vocab {k}", v)
         number_lists: dict[str, list[str]] = {}
         if raw.get("number_words"):
             nw_file = path / str(raw["number_words"])
@@ -314,6 +316,8 @@ class ContextRules:
             scanned_cases = list(scanned.get("cases") or [])
             for i, case in enumerate(scanned_cases):
                 _check_case(main, f"scanned case {i}", case)
+                if not all(isinstance(e, dict) and e.get("label") for e in case["expect"]):
+                    raise RulesError(f"{main}: scanned case {i}: each expected match names its label ({{text: ..., label: PHONE}})")
         date_words = {fold(w) for key in ("month", "month_abbr", "weekday") for w in vocab.get(key, [])}
         date_words |= {fold(p) for words_ in number_lists.values() for w in words_ for p in re.split(r"[\s-]+", w) if p}
         date_words |= {fold(w) for w in vocab.get("date_word", [])}
@@ -434,6 +438,14 @@ def _spacy_stop_words(lang: str, where: Path) -> frozenset[str]:
         raise RulesError(f"{where}: stop_words: spaCy has no language {lang!r} ({type(err).__name__})") from None
 
 
+def _check_words(where: Path, name: str, words: Any) -> list[str]:
+    """A word list as written; YAML reads an unquoted on, no, yes as booleans and 12 as a number."""
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        bad = [w for w in words if not isinstance(w, str)] if isinstance(words, list) else [words]
+        raise RulesError(f"{where}: {name} must be a list of words; quote {bad[:3]} (YAML reads on/no/yes as booleans)")
+    return words
+
+
 def _read_list(path: Path) -> list[str]:
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
@@ -447,12 +459,14 @@ def _check_case(where: Path, name: str, case: Any) -> None:
 
 
 def _number_piece(ch: str) -> str:
-    """A character of a folded number word as a regex: any accent, and a space or hyphen as either
-    ("quatre-vingt-deux", "quatre vingt deux")."""
+    """A character of a folded number word as a regex: any accent, and a space or hyphen as either or
+    none ("quatre-vingt-deux", "quatre vingt deux"; "negentien honderd", "negentienhonderd")."""
     from .clinical import _ACCENTED
 
     if ch in " -":
-        return "[ \t-]+"
+        return "[ \t-]*"
+    if ch == "\0":  # an "ss" of the folded word, which may be written "ß" (fold() writes "ß" as "ss")
+        return "(?:ss|ß)"
     if ch == "ß":
         return "(?:ß|ss)"
     return f"[{_ACCENTED[ch]}]" if ch in _ACCENTED else re.escape(ch)
@@ -495,7 +509,8 @@ def expand(regex: str, vocab: dict[str, list[str]], numbers: dict[str, list[str]
         if name == "title" and name in vocab:
             return _titles_regex(vocab[name])
         if name in numbers:  # folded, accent- and hyphen-tolerant (the rule sets IGNORECASE)
-            return "(?:" + alternation(sorted({fold(w) for w in numbers[name]}), _number_piece) + ")"
+            folded = sorted({fold(w).replace("ss", "\0") for w in numbers[name]})
+            return "(?:" + alternation(folded, _number_piece) + ")"
         if name in vocab:
             return "(?:" + alternation(sorted(set(vocab[name]))) + ")"
         if name in defs:
