@@ -107,11 +107,13 @@ app.command("redact", rich_help_panel=USE)(redact_command)
 # ------------------------------------------------------------------ locales, packs, project files
 from .new_locale import new_locale_command  # noqa: E402
 from .packs import pack_test_command, scan_command  # noqa: E402
+from .rule_words import rule_words_command  # noqa: E402
 from .render import render_projects_command  # noqa: E402
 
 app.command("new-locale", rich_help_panel=LOCALES)(new_locale_command)
 app.command("pack-test", rich_help_panel=LOCALES)(pack_test_command)
 app.command("scan", rich_help_panel=LOCALES)(scan_command)
+app.command("rule-words", rich_help_panel=LOCALES)(rule_words_command)
 app.command("render-projects", rich_help_panel=LOCALES)(render_projects_command)
 
 from .argos_testkit import argos_testkit_command  # noqa: E402

@@ -99,6 +99,36 @@ def run_clinical_cases(pack: RegexPack) -> list[CaseResult]:
     return results
 
 
+def run_rule_cases(pack: RegexPack) -> list[CaseResult]:
+    """The cases of the pack folder's context rules (rules.yml: each rule's, and the scanned view's),
+    as CaseResults: the rule matches of the labels a case is about. [] when the pack has no rules."""
+    from deid_runtime.context_rules import case_result
+
+    rules = pack.rules
+    if rules is None:
+        return []
+    results = []
+    for rule in rules.rules:
+        for i, case in enumerate(rule.cases):
+            expected, found = case_result(pack, case, rule.label)
+            results.append(CaseResult(pack.locale, f"rule:{rule.name}", i, case["text"], expected, found))
+    for i, case in enumerate(rules.scanned_cases):
+        expected, found = case_result(pack, case, None)
+        results.append(CaseResult(pack.locale, "rule:scanned", i, case["text"], expected, found))
+    return results
+
+
+def rule_problems(pack: RegexPack) -> list[str]:
+    """Why the rules are not finished: a rule (or the scanned view) without a positive and a negative case."""
+    if pack.rules is None:
+        return []
+    groups = [(f"rule {r.name!r}", r.cases) for r in pack.rules.rules]
+    if pack.rules.scanned is not None:
+        groups.append(("the scanned view", pack.rules.scanned_cases))
+    return [f"{name} needs a positive and a negative case" for name, cases in groups
+            if not any(c.get("expect") for c in cases) or all(c.get("expect") for c in cases)]
+
+
 def minimum_problems(pack: RegexPack) -> list[str]:
     """Why the pack is not finished yet (too few cases, too few negatives, untested patterns); [] when it is."""
     cases = [c for p in pack.patterns for c in p.cases]
@@ -111,7 +141,7 @@ def minimum_problems(pack: RegexPack) -> list[str]:
     untested = [p.name for p in pack.patterns if not p.cases]
     if untested:
         problems.append(f"patterns without cases: {', '.join(untested)}")
-    return problems
+    return problems + rule_problems(pack)
 
 
 # ---------------------------------------------------------------------- CLI
@@ -124,7 +154,7 @@ def pack_test_command(
 ) -> None:
     """Run every test case of one locale pack and print the failures (pytest runs the same cases in CI)."""
     pack = load_pack(locale, packs_dir)
-    results = run_pack_cases(pack) + run_clinical_cases(pack)  # pytest runs the same cases
+    results = run_pack_cases(pack) + run_clinical_cases(pack) + run_rule_cases(pack)  # pytest runs the same cases
     failures = [r for r in results if not r.passed]
     for failure in failures:
         typer.echo(failure.describe(), err=True)

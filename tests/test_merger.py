@@ -22,8 +22,9 @@ def _doc(text, ner, regex):
 
 
 def _merge(doc, title_letters=()):
+    # the resolution rules alone: the plausibility checks have their own tests (the end of this file)
     return DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
-                      title_letters=list(title_letters))(doc)
+                      title_letters=list(title_letters), plausibility_checks=False)(doc)
 
 
 def test_validated_regex_beats_ner_on_a_structured_label():
@@ -260,3 +261,35 @@ def test_the_pack_alone_keeps_its_matches_out_of_facts():
     doc = nlp("Control: plaquetas 912 345 678, teléfono 912 345 678.")
     assert [(e.text, e.label_) for e in doc.ents] == [("912 345 678", "PHONE")]
     assert doc.ents[0].start_char == doc.text.index("teléfono") + len("teléfono ")
+
+
+# ---------------------------------------------------------------------- spans that cannot be their label (issue 27)
+def _checked(text, ner, checks=True):
+    from deid_runtime.regex_pack import RegexPack
+
+    RegexPack.from_dir(__import__("deid_factory").PROJECT_ROOT / "regex_packs" / "es")  # registers its rules' words
+    doc = _doc(text, ner=ner, regex=[])
+    merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
+                        plausibility_checks=checks)
+    return [(e.text, e.label_) for e in merger(doc).ents]
+
+
+def test_a_person_loses_the_verbs_and_function_words_it_ends_with():
+    #              0     1      2        3  4          5
+    text = "Lucía García Martínez le acompañan hoy"
+    assert _checked(text, [(0, 5, "PERSON")]) == [("Lucía García Martínez", "PERSON")]
+    assert _checked(text, [(0, 5, "PERSON")], checks=False) == [("Lucía García Martínez le acompañan", "PERSON")]
+
+
+def test_a_person_that_is_a_number_is_an_identifier_and_its_digits_stay_phi():
+    #       0    1        2
+    text = "Cita 28034567 García"
+    assert _checked(text, [(1, 2, "PERSON")]) == [("28034567", "ID")]
+    assert _checked(text, [(1, 3, "PERSON")]) == [("28034567", "ID"), ("García", "PERSON")]
+
+
+def test_a_date_with_no_date_token_is_dropped():
+    #       0      1      2  3    4
+    text = "Vuelve mañana el 3 de marzo"
+    assert _checked(text, [(1, 2, "DATE"), (3, 6, "DATE")]) == [("3 de marzo", "DATE")]
+    assert _checked("ingresó el tres de marzo", [(2, 5, "DATE")]) == [("tres de marzo", "DATE")]

@@ -41,7 +41,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 
 from .canonical import CANONICAL_LABELS
-from .pack_component import DEFAULT_CLINICAL_KEY, exempt_from_facts, fact_tokens
+from .pack_component import DEFAULT_CLINICAL_KEY, DEFAULT_RULES_KEY, exempt_from_facts, fact_tokens
 from .regex_pack import NonOverlapping
 
 NER_SPANS_KEY = "deid_ner"
@@ -74,12 +74,15 @@ class _Candidate:
 
 
 def priority(source: str, label: str, validated: bool, structured: set[str], ner_first: set[str]) -> int:
-    """The rank of a candidate in a label conflict (see the module docstring)."""
-    if source == "regex" and label in structured and validated:
+    """The rank of a candidate in a label conflict (see the module docstring). A context rule ("rule")
+    ranks as a pattern for the structured labels and as the NER for the NER-first ones: its label
+    comes from the words around it ("su hija Pilar"), which the NER reads too."""
+    pattern = source in ("regex", "rule")
+    if pattern and label in structured and validated:
         return 3
-    if source == "ner" and label in ner_first:
+    if source in ("ner", "rule") and label in ner_first:
         return 2
-    if source == "regex" and label in structured:
+    if pattern and label in structured:
         return 1
     return 0
 
@@ -223,13 +226,65 @@ def outside_facts(doc: Doc, start: int, end: int, in_fact: bytearray) -> list[tu
     return pieces
 
 
+def _has_digit(token) -> bool:
+    return any(ch.isdigit() for ch in token.text)
+
+
+def _trailing_filler(token, words, person: bool) -> bool:
+    """A token a name-like span never ends with: punctuation, a stop word in lower case, and for a
+    PERSON a common word of the locale in lower case (its verbs: "Lucía García le acompañan")."""
+    if token.is_space or token.is_punct:
+        return True
+    if not token.text[:1].islower():
+        return False
+    return token.is_stop or (person and words is not None and words.is_common(token.text))
+
+
+def plausible(doc: Doc, c: "_Candidate", rules, lexicon) -> list["_Candidate"]:
+    """What of candidate `c` can be its label (docs/router.md, "Spans that cannot be their label"):
+    a PERSON loses the numbers and units at its edges (a number alone is an ID: never let out), a
+    DATE with no date token (a digit, a month, a weekday, a number word) is dropped, a name-like span
+    loses the verbs and function words it ends with."""
+    start, end, label = c.start, c.end, c.label
+    out: list[_Candidate] = []
+    words = rules.words if rules is not None else None
+    if label == "PERSON":
+        def odd(t) -> bool:
+            return _has_digit(t) or (lexicon is not None and t.text.isalpha() and lexicon.is_lexicon_word(t.text)
+                                     and not t.text[:1].isupper())
+        s, e = start, end
+        while s < e and (odd(doc[s]) or doc[s].is_punct or doc[s].is_space):
+            s += 1
+        while e > s and (odd(doc[e - 1]) or doc[e - 1].is_punct or doc[e - 1].is_space):
+            e -= 1
+        if s == e or not any(doc[i].is_alpha for i in range(s, e)):
+            if any(_has_digit(doc[i]) for i in range(start, end)):
+                return [_Candidate(start, end, "ID", c.source, c.score, c.validated, c.kind)]  # a number: an identifier
+            return []
+        for a, b in ((start, s), (e, end)):  # digits cut off a name stay PHI, as an identifier
+            if any(_has_digit(doc[i]) for i in range(a, b)):
+                out.append(_Candidate(a, b, "ID", c.source, c.score, c.validated, c.kind))
+        start, end = s, e
+    if label == "DATE":
+        if not any(_has_digit(t) or (rules is not None and rules.is_date_word(t.text)) for t in doc[start:end]):
+            return out
+    if label in ("PERSON", "ORGANIZATION", "LOCATION", "PROFESSION"):
+        while end > start + 1 and _trailing_filler(doc[end - 1], words, label == "PERSON"):
+            end -= 1
+    out.append(_Candidate(start, end, label, c.source, c.score, c.validated, c.kind))
+    return out
+
+
 class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
                  structured_labels: list[str], ner_first_labels: list[str],
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
                  title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95,
-                 clinical_key: str = DEFAULT_CLINICAL_KEY):
+                 clinical_key: str = DEFAULT_CLINICAL_KEY, rules_key: str = DEFAULT_RULES_KEY,
+                 plausibility_checks: bool = False):
         self.name = name
+        self.rules_key = rules_key
+        self.checks = bool(plausibility_checks)  # spans that cannot be their label (plausible)
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
         self.clinical_key = clinical_key
         self.structured = set(structured_labels)
@@ -250,7 +305,9 @@ class DeidMerger:
             for start, end in split_at_line_breaks(doc, e.start, e.end):
                 start, end = complete_words(doc, start, end, e.label_, self.whole_word, self.initials, self.title_letters)
                 candidates.append(_Candidate(start, end, e.label_, "ner", 0.5, False, ""))
-        for s in doc.spans[self.regex_key] if self.regex_key in doc.spans else []:
+        pattern_spans = [(s, "regex") for s in (doc.spans[self.regex_key] if self.regex_key in doc.spans else [])]
+        pattern_spans += [(s, "rule") for s in (doc.spans[self.rules_key] if self.rules_key in doc.spans else [])]
+        for s, source in pattern_spans:
             if s.label_ not in CANONICAL_LABELS:
                 continue
             # the pack says whether check digits passed; spans from elsewhere fall back to a high score
@@ -260,17 +317,23 @@ class DeidMerger:
             # with the validated ones: the NER's "PERSON" over "CT230917" of "N° examen : CT230917-4411"
             # must not cut the identifier in three
             validated = validated or (s._.deid_score is not None and s._.deid_score >= self.trusted_score)
-            candidates.append(_Candidate(s.start, s.end, s.label_, "regex", float(s._.deid_score or 0.8),
+            candidates.append(_Candidate(s.start, s.end, s.label_, source, float(s._.deid_score or 0.8),
                                          validated, s._.deid_kind or ""))
         facts = doc.spans[self.clinical_key] if self.clinical_key in doc.spans else []
         if len(facts):
             in_fact = fact_tokens(doc, facts)
             candidates = [_Candidate(start, end, c.label, c.source, c.score, c.validated, c.kind)
                           for c in candidates
-                          for start, end in ([(c.start, c.end)] if c.source == "regex" and exempt_from_facts(c.label, c.validated)
+                          for start, end in ([(c.start, c.end)] if c.source != "ner" and exempt_from_facts(c.label, c.validated, c.source)
                                              else outside_facts(doc, c.start, c.end, in_fact))]
+        resolved = resolve(candidates, self.structured, self.ner_first)
+        if self.checks:
+            from . import clinical, context_rules
+
+            rules, lexicon = context_rules.rules_for(doc.lang_), clinical.lexicon_for(doc.lang_)
+            resolved = [p for c in resolved for p in plausible(doc, c, rules, lexicon) if p.start < p.end]
         final = []
-        for c in resolve(candidates, self.structured, self.ner_first):
+        for c in resolved:
             span = Span(doc, c.start, c.end, label=c.label)
             # span extensions live in doc.user_data keyed by offsets and label, so doc.ents sees them
             span._.deid_source = c.source
@@ -290,9 +353,10 @@ class DeidMerger:
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
                 initials_labels: list[str], title_letters: list[str], trusted_score: float,
-                clinical_key: str) -> DeidMerger:
+                clinical_key: str, rules_key: str, plausibility_checks: bool) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
-                      whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key)
+                      whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key, rules_key,
+                      plausibility_checks)
 
 
 Language.factory(
@@ -308,5 +372,8 @@ Language.factory(
         "title_letters": DEFAULT_TITLE_LETTERS,
         "trusted_score": 0.95,
         "clinical_key": DEFAULT_CLINICAL_KEY,
+        "rules_key": DEFAULT_RULES_KEY,
+        # off: on the tuning sets it cost token recall (bench/results/context_rules.md)
+        "plausibility_checks": False,
     },
 )(make_merger)

@@ -7,6 +7,10 @@ With `write_ents=True` (the default when used alone) matches also become `doc.en
 not overlap entities already there. The pack's data files are saved with the pipeline (to_disk),
 so a packaged deid_<lang> carries its own pack.
 
+When the pack has context rules (rules.yml: deid_runtime/context_rules.py), their matches go to
+`doc.spans[rules_key]` (default "deid_rules") with `._.deid_source` "rule", for the merger; alone
+(`write_ents=True`) they join the entities as the pack's matches do.
+
 When the pack has a clinical lexicon (clinical.yml: deid_runtime/clinical.py), the component also
 writes the clinical facts of the text (doses, units, lab values, schedules, durations, drug names)
 to `doc.spans[clinical_key]` (default "deid_clinical"), each labelled with its kind. The merger
@@ -28,6 +32,7 @@ from .text import BOUNDARY_CHARS
 
 DEFAULT_SPANS_KEY = "deid_regex"
 DEFAULT_CLINICAL_KEY = "deid_clinical"
+DEFAULT_RULES_KEY = "deid_rules"
 
 for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
     if not Span.has_extension(_name):
@@ -36,8 +41,9 @@ for _name in ("deid_kind", "deid_score", "deid_source", "deid_validated"):
 
 class RegexPackComponent:
     def __init__(self, nlp: Language, name: str, pack_dir: str | None, spans_key: str, write_ents: bool,
-                 clinical_key: str = DEFAULT_CLINICAL_KEY):
+                 clinical_key: str = DEFAULT_CLINICAL_KEY, rules_key: str = DEFAULT_RULES_KEY):
         self.name = name
+        self.rules_key = rules_key
         self.spans_key = spans_key
         self.clinical_key = clinical_key
         self.write_ents = write_ents
@@ -57,18 +63,12 @@ class RegexPackComponent:
     def __call__(self, doc: Doc) -> Doc:
         pack = self._require_pack()
         text = doc.text  # built anew at each access: once per Doc
-        spans = []
-        for match in pack.find(text):
-            # "expand": a match that ends inside a token covers the whole token (over-redaction beats a leak)
-            span = doc.char_span(match.start, match.end, label=match.label, alignment_mode="expand")
-            if span is None:
-                continue
-            span._.deid_kind = match.kind
-            span._.deid_score = match.score
-            span._.deid_source = "regex"
-            span._.deid_validated = match.validated  # check digits passed (the merger trusts these most)
-            spans.append(span)
+        spans = match_spans(doc, pack.find(text), "regex")
         doc.spans[self.spans_key] = spans
+        if pack.rules is not None:
+            rule_spans = match_spans(doc, pack.find_rules(text), "rule")
+            doc.spans[self.rules_key] = rule_spans
+            spans = spans + rule_spans
         if pack.clinical is not None:
             doc.spans[self.clinical_key] = clinical_spans(doc, pack.clinical, text)
             if self.write_ents:
@@ -96,6 +96,22 @@ class RegexPackComponent:
         return self
 
 
+def match_spans(doc: Doc, matches, source: str) -> list[Span]:
+    """Spans of the pack's (or its rules') matches, each with its kind, score, source and validation."""
+    spans = []
+    for match in matches:
+        # "expand": a match that ends inside a token covers the whole token (over-redaction beats a leak)
+        span = doc.char_span(match.start, match.end, label=match.label, alignment_mode="expand")
+        if span is None:
+            continue
+        span._.deid_kind = match.kind
+        span._.deid_score = match.score
+        span._.deid_source = source
+        span._.deid_validated = match.validated  # check digits passed (the merger trusts these most)
+        spans.append(span)
+    return spans
+
+
 def clinical_spans(doc: Doc, lexicon, text: str | None = None) -> list[Span]:
     """The clinical facts of the Doc's text as spans labelled with their kind. A fact covers the
     tokens it holds whole, and a token it holds but for punctuation ("ºC." of "38,2 ºC."); a token
@@ -114,10 +130,11 @@ def clinical_spans(doc: Doc, lexicon, text: str | None = None) -> list[Span]:
     return spans
 
 
-def exempt_from_facts(label: str, validated: bool | None) -> bool:
+def exempt_from_facts(label: str, validated: bool | None, source: str = "regex") -> bool:
     """A pack match that stays PHI over a clinical fact: a date the pack's date patterns found, and an
-    identifier whose check digits passed (neither is ever a dose: "12/03/2021", "12345678 G")."""
-    return label == "DATE" or bool(validated)
+    identifier whose check digits passed (neither is ever a dose: "12/03/2021", "12345678 G"). A
+    context rule's date is not exempt ("desde 2000 ml" is a dose, whatever the word before it)."""
+    return bool(validated) or (label == "DATE" and source == "regex")
 
 
 def fact_tokens(doc: Doc, facts: Iterable[Span]) -> bytearray:
@@ -133,14 +150,15 @@ def keep_out_of_facts(doc: Doc, spans: list[Span], facts: list[Span]) -> list[Sp
     if not facts:
         return spans
     in_fact = fact_tokens(doc, facts)
-    return [s for s in spans if exempt_from_facts(s.label_, s._.deid_validated) or not any(in_fact[s.start:s.end])]
+    return [s for s in spans if exempt_from_facts(s.label_, s._.deid_validated, s._.deid_source)
+            or not any(in_fact[s.start:s.end])]
 
 
 @Language.factory(
     "deid_regex_pack",
     default_config={"pack_dir": None, "spans_key": DEFAULT_SPANS_KEY, "write_ents": True,
-                    "clinical_key": DEFAULT_CLINICAL_KEY},
+                    "clinical_key": DEFAULT_CLINICAL_KEY, "rules_key": DEFAULT_RULES_KEY},
 )
 def make_regex_pack(nlp: Language, name: str, pack_dir: str | None, spans_key: str, write_ents: bool,
-                    clinical_key: str):
-    return RegexPackComponent(nlp, name, pack_dir, spans_key, write_ents, clinical_key)
+                    clinical_key: str, rules_key: str):
+    return RegexPackComponent(nlp, name, pack_dir, spans_key, write_ents, clinical_key, rules_key)

@@ -12,6 +12,10 @@ A pack is a folder `regex_packs/<lc>/` holding
   clinical.yml, drugs.txt, checks.yml (optional)
                the locale's clinical facts (units, schedules, durations, lab values, drug names)
                and the words of the surrogate checks (deid_runtime/clinical.py): `pack.clinical`
+  rules.yml, number_words.yml, given_names.txt, surnames.txt (optional)
+               the locale's context rules (a name after a title, a header field, a relative, a date
+               in words, scanned text...: deid_runtime/context_rules.py): `pack.rules`,
+               `pack.find_rules(text)`
 
 This module is part of deid-runtime, which every deid_<lang> wheel requires, so it depends only on
 PyYAML and python-stdnum (through validators.py).
@@ -26,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import clinical
+from . import clinical, context_rules
 from .canonical import CANONICAL_LABELS
 from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
 from .titles import TITLES_FILE, Titles
@@ -165,7 +169,8 @@ class RegexPack:
 
     def __init__(self, locale: str, patterns: list[Pattern], blacklists: dict[str, list[ContextRule]],
                  triggers: dict[str, list[ContextRule]], source_dir: Path | None = None,
-                 titles_file: Path | None = None, clinical_lexicon: clinical.ClinicalLexicon | None = None):
+                 titles_file: Path | None = None, clinical_lexicon: clinical.ClinicalLexicon | None = None,
+                 rules: context_rules.ContextRules | None = None):
         self.locale = locale
         self.titles_file = titles_file  # its locale's titles, `{title}` (saved with the pack)
         self.patterns = patterns
@@ -173,6 +178,7 @@ class RegexPack:
         self.triggers = triggers
         self.source_dir = source_dir
         self.clinical = clinical_lexicon  # what redaction never changes (None: the folder has no clinical.yml)
+        self.rules = rules  # the context rules (None: the folder has no rules.yml)
 
     # ------------------------------------------------------------------ loading
     @classmethod
@@ -183,11 +189,15 @@ class RegexPack:
             raise PackError(f"{pack_file}: regex pack file not found")
         raw = read_yaml_mapping(pack_file, PackError, _MAPPING)
         vocab = {k: list(v) for k, v in (raw.get("vocab") or {}).items()}
-        titles_file = _titles_file(path, raw)
+        rules_raw = _rules_header(path)
+        titles_file = _titles_file(path, raw) or _titles_file(path, rules_raw, context_rules.RULES_FILE)
+        title_letters: list[str] = []
         if titles_file is not None:
             if "title" in vocab:
                 raise PackError(f"{pack_file}: `title` is the locale's titles (`titles:`), not a vocab list")
-            vocab["title"] = Titles.read(titles_file, PackError).forms()
+            titles = Titles.read(titles_file, PackError)
+            vocab["title"] = titles.forms()
+            title_letters = titles.letters()
         patterns = [_parse_pattern(pack_file, i, p, vocab) for i, p in enumerate(raw.get("patterns") or [])]
         names = [p.name for p in patterns]
         duplicates = {n for n in names if names.count(n) > 1}
@@ -205,8 +215,14 @@ class RegexPack:
         if lexicon is not None:
             lexicon.locale = locale
             clinical.register(lexicon)  # redaction of this locale's spans checks surrogates with it
+        try:
+            rules = context_rules.ContextRules.from_dir(path, vocab, lexicon, title_letters, locale)
+        except context_rules.RulesError as err:
+            raise PackError(str(err)) from None
+        if rules is not None:
+            context_rules.register(rules)  # the merger's plausibility checks read its date words
         return cls(locale, patterns, blacklists, triggers, source_dir=path, titles_file=titles_file,
-                   clinical_lexicon=lexicon)
+                   clinical_lexicon=lexicon, rules=rules)
 
     def to_dir(self, path: str | Path) -> None:
         """Copy the pack's data files (used by the spaCy component's to_disk)."""
@@ -222,6 +238,8 @@ class RegexPack:
             shutil.copyfile(self.titles_file, path / TITLES_FILE)  # the copy is found first (_titles_file)
         if self.clinical is not None:
             self.clinical.to_dir(path)
+        if self.rules is not None:
+            self.rules.to_dir(path)
 
     @property
     def labels(self) -> list[str]:
@@ -284,18 +302,28 @@ class RegexPack:
             chosen.add(match.start, match.end, match)
         return chosen.items()
 
+    def find_rules(self, text: str) -> list[Match]:
+        """The context rules' matches (rules.yml), [] when the pack has none."""
+        return self.rules.find(text, self) if self.rules is not None else []
+
 
 # ---------------------------------------------------------------------- parsing helpers
-def _titles_file(path: Path, raw: dict) -> Path | None:
+def _rules_header(path: Path) -> dict:
+    """rules.yml's top level ({} without one): its `titles` when pack.yml names none."""
+    rules_file = path / context_rules.RULES_FILE
+    return read_yaml_mapping(rules_file, PackError, _MAPPING) if rules_file.exists() else {}
+
+
+def _titles_file(path: Path, raw: dict, named_in: str = "pack.yml") -> Path | None:
     """The titles a pack splices as `{title}`: the copy saved beside a pipeline's pack, else the file
-    its pack.yml names (`titles:`, from the pack's folder: its locale's), else none."""
+    its pack.yml (or rules.yml) names (`titles:`, from the pack's folder: its locale's), else none."""
     if (path / TITLES_FILE).is_file():
         return path / TITLES_FILE
     if not raw.get("titles"):
         return None
     named = path / str(raw["titles"])
     if not named.is_file():
-        raise PackError(f"{path / 'pack.yml'}: titles file {raw['titles']!r} not found from {path}")
+        raise PackError(f"{path / named_in}: titles file {raw['titles']!r} not found from {path}")
     return named
 
 
