@@ -126,9 +126,10 @@ def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
     problems = {p["input"].split("/")[-1]: p["problem"] for p in report["skipped"]}
     assert problems["empty.txt"] == "empty" and problems["latin1.txt"].startswith("not UTF-8")
     assert problems["records.jsonl:2"] == "not valid JSON"
-    a = (out / "a.txt").read_text(encoding="utf-8")
+    # two inputs: each keeps its folder's name under OUT (a JSONL record is named by its id)
+    a = (out / "in" / "a.txt").read_text(encoding="utf-8")
     assert "[PHONE]" in a and "[EMAIL]" in a and "ana.perez" not in a
-    assert "[EMAIL]" in (out / "sub" / "b.txt").read_text(encoding="utf-8")
+    assert "[EMAIL]" in (out / "in" / "sub" / "b.txt").read_text(encoding="utf-8")
     assert (out / "r1.txt").exists()
     assert report["router"]["by_pipeline"] == {"es": 1, "fr": 2}
     # no PHI in the log
@@ -138,7 +139,10 @@ def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
     redact_files([src / "a.txt"], jl, "jsonl", "mask", router=_router(), progress=False)
     row = json.loads(jl.read_text(encoding="utf-8"))
     assert row["lang"] == "es" and {s["label"] for s in row["spans"]} >= {"PHONE", "EMAIL"}
-    assert len(row["redacted"]) == len(ES_DOC)
+    # the default mask has one width whatever it hides (a mask as long as the value tells its length)
+    assert row["redacted"].count("*****") == 2 and "612" not in row["redacted"]
+    redact_files([src / "a.txt"], jl, "jsonl", "mask", router=_router(), progress=False, mask_length="keep")
+    assert len(json.loads(jl.read_text(encoding="utf-8"))["redacted"]) == len(ES_DOC)
 
     brat = tmp_path / "brat"
     redact_files([src / "a.txt"], brat, "brat", router=_router(), progress=False)
@@ -615,9 +619,10 @@ def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_repo
     out = tmp_path / "out"
     report = redact_files([notes], out, "text", "surrogate", router=Router({"es": nlp}), progress=False, key=KEY,
                           per_document=True)
-    assert report["redaction"] == {"surrogate": {"PERSON": 1}, "unsure": {"AGE": 1}}
+    # the patient, "su hijo Andrés" and "el Dr. Ferrández" (the last two found by the context rules)
+    assert report["redaction"] == {"surrogate": {"PERSON": 3}, "unsure": {"AGE": 1}}
     line = _summary(report, out)
-    assert "1 spans replaced by surrogates {'PERSON': 1}" in line
+    assert "3 spans replaced by surrogates {'PERSON': 3}" in line
     assert "1 spans masked as [LABEL?] instead of replaced (failed their label's check) {'AGE': 1}" in line
     start = ISSUE_NOTE.index("mg/12h")
     (doc,) = report["documents"]
@@ -625,6 +630,7 @@ def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_repo
     assert [start, start + len("mg/12h"), "AGE", "unsure"] in doc["spans"]
     written = (out / "a.txt").read_text(encoding="utf-8")
     assert "furosemida 40 [AGE?]," in written and "Rosario" not in written
+    assert "Andrés" not in written and "Ferrández" not in written
     journal = [json.loads(row) for row in kept[0].splitlines()]
     assert journal[1]["summary"]["redaction"] == report["redaction"]
     assert journal[1]["summary"]["documents"][0]["spans"] == doc["spans"]

@@ -34,7 +34,7 @@ lower case, and the reverse); a capitalised word that is a common word, a stop w
 lexicon word (a drug, a unit) ends the name; a lower-case word is read by the rule's `lower`, and
 only the first may be any uncommon word (the next ones must be names of the lists).
 
-Each match is a `regex_pack.Match` whose pattern is "rule:<name>" ("scanned:<pattern>" for the
+Each match is a `matches.Match` whose pattern is "rule:<name>" ("scanned:<pattern>" for the
 scanned view); the pack component writes them to doc.spans["deid_rules"] with the source "rule",
 and the merger ranks them (docs/router.md).
 """
@@ -46,14 +46,15 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 from .clinical import alternation
+from .matches import Match, NonOverlapping, trim
 from .text import fold
 from .yamlio import read_yaml_mapping
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .regex_pack import Match, RegexPack
+# "RegexPack" in the annotations below is regex_pack.RegexPack, left unimported: the pack imports
+# this module, and the factory's modules import each other without a cycle (tests/test_import_graph.py).
 
 RULES_FILE = "rules.yml"
 _REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -113,6 +114,22 @@ class NameWords:
     def known(self, word: str, given_only: bool = False) -> bool:
         folded = fold(word)
         return folded in self.given or (not given_only and folded in self.surnames)
+
+
+_ADDRESS_MARKS = ("@", "://", "www.")
+
+
+def _inside_address(text: str, start: int, end: int) -> bool:
+    """Whether [start, end) is part of an e-mail address or a URL: the run of non-space characters
+    around it holds an "@", "://" or "www." (names read in lower case take "ines.vidal" for one)."""
+    left = start
+    while left > 0 and not text[left - 1].isspace():
+        left -= 1
+    right = end
+    while right < len(text) and not text[right].isspace():
+        right += 1
+    chunk = text[left:right].lower()
+    return any(mark in chunk for mark in _ADDRESS_MARKS)
 
 
 class NameReader:
@@ -338,7 +355,6 @@ class ContextRules:
     # ------------------------------------------------------------------ finding
     def _rule_spans(self, rule: Rule, text: str) -> list[tuple[int, int, int]]:
         """(start, end, phi start) of each candidate of one rule."""
-        from .regex_pack import trim
 
         reader = NameReader(self.words, rule.upper, rule.lower, rule.whole) if rule.upper else None
         spans = []
@@ -362,7 +378,6 @@ class ContextRules:
         return spans
 
     def rule_candidates(self, text: str) -> Iterable["Match"]:
-        from .regex_pack import Match
 
         for rule in self.rules:
             spans = self._rule_spans(rule, text)
@@ -377,11 +392,12 @@ class ContextRules:
                 strict = NameReader(self.words, rule.single_upper, rule.lower, rule.whole)
                 spans = [(s, e, p) for s, e, p in spans if (s, e) in in_list or strict.extent(text, s, e) == (s, e)]
             for s, e, _ in spans:
+                if _inside_address(text, s, e):
+                    continue  # "su hija ines.vidal@correo.es": the pack's EMAIL, not a name
                 yield Match(s, e, rule.label, text[s:e], f"rule:{rule.name}", rule.name, rule.score)
 
     def scanned_candidates(self, text: str, pack: "RegexPack") -> Iterable["Match"]:
         """The pack's matches and the rules' on the scanned view of `text` that read a change, mapped back."""
-        from .regex_pack import Match, trim
 
         if self.scanned is None:
             return
@@ -401,7 +417,6 @@ class ContextRules:
     def find(self, text: str, pack: "RegexPack") -> list["Match"]:
         """Non-overlapping rule matches (the scanned view's included): validated first, then higher
         score, then longer."""
-        from .regex_pack import NonOverlapping
 
         found = [*self.rule_candidates(text), *self.scanned_candidates(text, pack)]
         ranked = sorted(found, key=lambda m: (not m.validated, -m.score, -(m.end - m.start), m.start))

@@ -23,7 +23,6 @@ PyYAML and python-stdnum (through validators.py).
 
 from __future__ import annotations
 
-import bisect
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -32,7 +31,8 @@ from typing import Any, Iterable
 
 from . import clinical, context_rules
 from .canonical import CANONICAL_LABELS
-from .text import BOUNDARY_CHARS  # trimmed from both ends of every match
+from .matches import Match, NonOverlapping, trim  # noqa: F401  (re-exported: callers import them from here)
+from .text import BOUNDARY_CHARS  # noqa: F401  (re-exported for the tests)
 from .titles import TITLES_FILE, Titles
 from .validators import get_validator
 from .yamlio import read_yaml_mapping
@@ -47,21 +47,6 @@ _MAPPING = "a mapping at the top level"  # what pack.yml and context.yml hold
 
 class PackError(ValueError):
     """A pack file that cannot be used; the message names the file and the pattern."""
-
-
-@dataclass(frozen=True)
-class Match:
-    start: int
-    end: int
-    label: str
-    text: str
-    pattern: str
-    kind: str
-    score: float
-    validated: bool = False
-
-    def as_tuple(self) -> tuple[int, int, str]:
-        return (self.start, self.end, self.label)
 
 
 @dataclass
@@ -93,75 +78,6 @@ def _compile_terms(terms: list[str]) -> re.Pattern:
     # Terms are matched as whole words, case-insensitively; longest first so "Tél. port." wins over "Tél.".
     alternatives = "|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True))
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
-
-
-def trim(text: str, start: int, end: int) -> tuple[int, int]:
-    """Drop leading/trailing punctuation and spaces, but keep a bracket whose partner is inside the
-    match ("(+34) 912 345 678" keeps its "(", "912 345 678)" loses its ")")."""
-    # The partner brackets are looked up once per side: testing `")" in text[start + 1 : end]` at
-    # every step copied the rest of the match each time: quadratic on a URL that ends in thousands
-    # of closing brackets (tests/test_regex_properties.py).
-    last_close = text.rfind(")", start, end)
-    while start < end:
-        ch = text[start]
-        if ch == "(" and last_close > start:
-            break
-        if ch not in BOUNDARY_CHARS:
-            break
-        start += 1
-    first_open = text.find("(", start, end)
-    while end > start:
-        ch = text[end - 1]
-        if ch == ")" and 0 <= first_open < end - 1:
-            break
-        if ch not in BOUNDARY_CHARS:
-            break
-        end -= 1
-    return start, end
-
-
-class NonOverlapping:
-    """Intervals kept in order of arrival unless they overlap one kept before. The kept intervals
-    never overlap, so sorted by start they are sorted by end too: a new one can only collide with
-    its two neighbours (found by bisection), not with every kept one, which made thousands of
-    spans in one long note quadratic."""
-
-    def __init__(self):
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.values: list = []
-
-    def overlaps(self, start: int, end: int) -> bool:
-        i = bisect.bisect_right(self.starts, start)
-        return (i > 0 and self.ends[i - 1] > start) or (i < len(self.starts) and self.starts[i] < end)
-
-    def add(self, start: int, end: int, value) -> bool:
-        """Keep (start, end) unless it overlaps a kept interval; True if kept."""
-        if self.overlaps(start, end):
-            return False
-        i = bisect.bisect_right(self.starts, start)
-        self.starts.insert(i, start)
-        self.ends.insert(i, end)
-        self.values.insert(i, value)
-        return True
-
-    def uncovered(self, start: int, end: int) -> list[tuple[int, int]]:
-        """The parts of [start, end) that no kept interval covers."""
-        gaps, pos = [], start
-        i = max(bisect.bisect_right(self.starts, start) - 1, 0)
-        while i < len(self.starts) and self.starts[i] < end:
-            if self.ends[i] > pos:
-                if self.starts[i] > pos:
-                    gaps.append((pos, self.starts[i]))
-                pos = self.ends[i]
-            i += 1
-        if pos < end:
-            gaps.append((pos, end))
-        return gaps
-
-    def items(self) -> list:
-        """The kept values, by position."""
-        return list(self.values)
 
 
 class RegexPack:
