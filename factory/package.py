@@ -153,7 +153,7 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
     # the titles its patterns use (`{title}`), the merger's config holds the locale's one-letter titles.
     component = nlp.add_pipe("deid_regex_pack", config={"pack_dir": None, "write_ents": False})
     component.pack = RegexPack.from_dir(pack_dir)
-    nlp.add_pipe("deid_merger", config={"title_letters": locale.title_letters})
+    nlp.add_pipe("deid_merger", config={"title_letters": locale.title_letters, "titles": locale.titles().forms()})
     nlp.meta.update({
         "name": f"deid_{lang}",
         "version": version,

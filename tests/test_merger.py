@@ -95,7 +95,9 @@ def test_check_digits_not_score_decide_what_beats_the_ner():
     doc = nlp("DNI: 12345678Z y DNI: 12345678A hoy")
     final = {e.text: (e.label_, e._.deid_validated) for e in doc.ents}
     assert final["12345678Z"] == ("ID", True)
-    assert final["12345678A"] == ("ORGANIZATION", False)
+    # the NER's label won the conflict (no check digits to beat it), and an 8-digit code taken for an
+    # organisation is then written as an identifier (apply_conventions)
+    assert final["12345678A"] == ("ID", False) and [e._.deid_source for e in doc.ents] == ["regex", "ner"]
 
 
 def test_ner_spans_are_cut_at_line_breaks():
@@ -169,7 +171,8 @@ def test_a_match_the_pack_scores_as_certain_ranks_with_validated_ones():
     #          0  1      2 3             4
     text = "N° examen : CT230917-4411 fin"
     # (at 0.8 the NER span, completed to the whole hyphenated word, wins the label)
-    for score, expected in ((0.95, [("CT230917-4411", "ID")]), (0.8, [("CT230917-4411", "PERSON")])):
+    # (the NER's "PERSON" over a 10-digit code is then written as an ID: apply_conventions)
+    for score, expected in ((0.95, [("CT230917-4411", "ID", "regex")]), (0.8, [("CT230917-4411", "ID", "ner")])):
         doc = _doc(text, ner=[], regex=[])
         ct = doc.char_span(text.index("CT"), text.index("CT") + 8, alignment_mode="expand")
         whole = doc.char_span(text.index("CT"), text.index(" fin"), alignment_mode="expand")
@@ -177,7 +180,7 @@ def test_a_match_the_pack_scores_as_certain_ranks_with_validated_ones():
         span = Span(doc, whole.start, whole.end, label="ID")
         span._.deid_score = score
         doc.spans["deid_regex"] = [span]
-        assert [(e.text, e.label_) for e in _merge(doc).ents] == expected, score
+        assert [(e.text, e.label_, e._.deid_source) for e in _merge(doc).ents] == expected, score
 
 
 def test_ner_spans_do_not_start_or_end_with_punctuation_but_keep_partnered_brackets():
@@ -293,3 +296,62 @@ def test_a_date_with_no_date_token_is_dropped():
     text = "Vuelve mañana el 3 de marzo"
     assert _checked(text, [(1, 2, "DATE"), (3, 6, "DATE")]) == [("3 de marzo", "DATE")]
     assert _checked("ingresó el tres de marzo", [(2, 5, "DATE")]) == [("tres de marzo", "DATE")]
+
+
+# ------------------------------------------------------------------ annotation conventions (apply_conventions)
+def _tok(doc, text, occurrence=0):
+    """(start, end) token range of the `occurrence`-th `text` in the doc."""
+    at = -1
+    for _ in range(occurrence + 1):
+        at = doc.text.index(text, at + 1)
+    span = doc.char_span(at, at + len(text))
+    assert span is not None, text
+    return span.start, span.end
+
+
+def _ents_of(text, ner, lang="fr", **config):
+    nlp = spacy.blank(lang)
+    doc = nlp(text)
+    doc.ents = [Span(doc, *_tok(doc, t, *more), label=lab) for t, lab, *more in ner]
+    doc.spans["deid_regex"] = []
+    merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST, **config)
+    return [(e.text, e.label_) for e in merger(doc).ents]
+
+
+def test_a_persons_titles_stay_outside_its_span():
+    """The NER of deid_fr took "M." into 12 PERSON spans of the French independent notes: every
+    corpus leaves the title out. The titles are the locale's (assembly writes them into the config)."""
+    titles = ["M.", "Mme", "Dr", "Dr.", "Pr", "Monsieur"]
+    text = "Vu M. Chassagne Bernard puis Mme LE GOFF, avec le Dr. Y. Roux et Monsieur Dupont. M. seul."
+    ner = [("M. Chassagne Bernard", "PERSON"), ("Mme LE GOFF", "PERSON"), ("Dr. Y. Roux", "PERSON"),
+           ("Monsieur Dupont", "PERSON"), ("M.", "PERSON", 1)]
+    assert _ents_of(text, ner, titles=titles) == [("Chassagne Bernard", "PERSON"), ("LE GOFF", "PERSON"), ("Y. Roux", "PERSON"),
+                                                  ("Dupont", "PERSON")]
+    # without the locale's titles nothing is cut (a name is never shortened by a guess)
+    assert ("M. Chassagne Bernard", "PERSON") in _ents_of(text, ner)
+
+
+def test_a_postcode_on_the_streets_line_is_part_of_the_address():
+    text = "Domicile : 23 rue Paul Bert, 69003 Lyon\nCP 69003\n12 rue Haute\n75011 Paris"
+    ner = [("23 rue Paul Bert", "ADDRESS"), ("69003", "LOCATION"), ("Lyon", "LOCATION"), ("12 rue Haute", "ADDRESS"),
+           ("75011", "LOCATION"), ("Paris", "LOCATION")]
+    joined = _ents_of(text, ner)
+    assert joined[:2] == [("23 rue Paul Bert, 69003", "ADDRESS"), ("Lyon", "LOCATION")]
+    # a postcode on the next line stays a place of its own
+    assert ("75011", "LOCATION") in joined and ("12 rue Haute", "ADDRESS") in joined
+    # MEDDOCAN's convention: the postcode apart
+    apart = _ents_of(text, ner, postcode_in_address=False)
+    assert ("23 rue Paul Bert", "ADDRESS") in apart and ("69003", "LOCATION") in apart
+
+
+def test_a_code_taken_for_a_name_or_a_place_is_an_identifier():
+    text = "Expediente AT-2024-58821, remitido desde 28041 Madrid por Lucía."
+    ner = [("AT-2024-58821", "LOCATION"), ("28041", "LOCATION"), ("Madrid", "LOCATION"), ("Lucía", "PERSON")]
+    assert _ents_of(text, ner, lang="es") == [("AT-2024-58821", "ID"), ("28041", "LOCATION"), ("Madrid", "LOCATION"),
+                                              ("Lucía", "PERSON")]
+
+
+def test_an_identifier_leaves_its_number_sign_out():
+    text = "Colegiado nº 464617385 y expediente n° 12-334, ficha No 77812."
+    ner = [("nº 464617385", "ID"), ("n° 12-334", "ID"), ("No 77812", "ID")]
+    assert _ents_of(text, ner, lang="es") == [("464617385", "ID"), ("12-334", "ID"), ("77812", "ID")]

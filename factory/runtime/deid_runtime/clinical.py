@@ -37,7 +37,8 @@ from .yamlio import read_yaml_mapping
 
 CLINICAL_FILE = "clinical.yml"
 CHECKS_FILE = "checks.yml"
-FACT_KINDS = ("quantity", "schedule", "duration", "lab_value", "drug")
+# ward_place: a room, bed or box of a ward ("hab. 214", "chambre 12"): where a patient lies, not who
+FACT_KINDS = ("quantity", "schedule", "duration", "lab_value", "drug", "ward_place")
 _REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE}
 # A word of a drug name: letters, with inner hyphens or apostrophes ("co-trimoxazol")

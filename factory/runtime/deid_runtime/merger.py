@@ -197,8 +197,10 @@ def complete_words(doc: Doc, start: int, end: int, label: str, whole_word: set[s
 
 
 def _filler(token) -> bool:
-    """A token that is never PHI on its own: space, punctuation, a stop word ("de", "y", "el")."""
-    return token.is_space or token.is_punct or token.is_stop or not token.text.strip()
+    """A token that is never PHI on its own: space, punctuation, a stop word ("de", "y", "el"), one
+    lower-case letter (the "s" of seconds left by "TTPa 30 s")."""
+    text = token.text.strip()
+    return token.is_space or token.is_punct or token.is_stop or not text or (len(text) == 1 and text.islower())
 
 
 def outside_facts(doc: Doc, start: int, end: int, in_fact: bytearray) -> list[tuple[int, int]]:
@@ -275,14 +277,85 @@ def plausible(doc: Doc, c: "_Candidate", rules, lexicon) -> list["_Candidate"]:
     return out
 
 
+# ------------------------------------------------------------------ annotation conventions
+# What a span holds, the same in every locale (docs/router.md, "Conventions"): a person's titles stay
+# outside it, a postcode written on the street's line is part of the address, and a code the NER took
+# for a name or a place is an identifier.
+# A postcode: 3 to 10 letters, digits, spaces or hyphens, 3 digits at least ("28041", "1000-001",
+# "1012 AB", "SW1A 1AA", "D02 X285").
+_POSTCODE = re.compile(r"^(?=(?:\D*\d){3})[A-Z0-9](?:[A-Z0-9 -]{1,8}[A-Z0-9])?$")
+_BETWEEN_STREET_AND_POSTCODE = re.compile(r"[ \t]*[,;]?[ \t]*\Z")  # on the same line (\Z: "$" passes a newline)
+# A code: no space, 8 digits at least (more than any postcode), letters, digits and separators
+# ("AT-2024-58821", "24-0117-05528")
+_CODE = re.compile(r"^(?=(?:[^\d]*\d){8})[\w][\w/.\-]*\w$")
+_CODE_NOT_NAMES = {"PERSON", "LOCATION", "ORGANIZATION", "PROFESSION"}
+# The number sign before an identifier is not part of it ("nº 464617385", "n° 12", "Nr. 5", "# 4471")
+_NUMBER_SIGN = re.compile(r"^(?:n\.?\s?[º°o]|nº|n°|nr|no|num|#)\.?\s+(?=\w)", re.IGNORECASE)
+
+
+def titles_regex(titles: Iterable[str]) -> re.Pattern | None:
+    """A title at the start of a text ("Dra. ", "M. ", "el enfermero "), case-insensitive, with its
+    period written or not, followed by spaces."""
+    forms = sorted({t.rstrip(".") for t in titles if t.strip(".")}, key=len, reverse=True)
+    if not forms:
+        return None
+    return re.compile(r"^(?:(?:" + "|".join(re.escape(f) for f in forms) + r")\.?(?:\s+|\Z))+", re.IGNORECASE)
+
+
+def apply_conventions(doc: Doc, chosen: list[_Candidate], titles: re.Pattern | None, postcode_in_address: bool) -> list[_Candidate]:
+    """The resolved spans written by the conventions above: a PERSON starting with the locale's
+    titles starts after them ("M. Chassagne" -> "Chassagne"; a span that is nothing but a title is
+    dropped); an ADDRESS followed on its line by a postcode span ("C/ Mayor, 58, 46980") takes it in
+    (`postcode_in_address`; MEDDOCAN keeps the postcode apart, as a place); a PERSON, LOCATION,
+    ORGANIZATION or PROFESSION that is one code of 8 digits or more ("AT-2024-58821") becomes an ID;
+    an ID leaves out the number sign written before it ("nº 464617385"). No token that was
+    PHI stops being PHI, but a title."""
+    out: list[_Candidate] = []
+    for c in chosen:
+        if c.label == "PERSON" and titles is not None:
+            span_text = doc[c.start:c.end].text
+            m = titles.match(span_text)
+            if m:
+                char = doc[c.start].idx + m.end()
+                start = c.start
+                while start < c.end and doc[start].idx < char:
+                    start += 1
+                if start >= c.end:
+                    continue  # a title alone is no one
+                c = _Candidate(start, c.end, c.label, c.source, c.score, c.validated, c.kind)
+        if c.label == "ID" and c.end - c.start > 1 and _NUMBER_SIGN.match(doc[c.start:c.end].text):
+            start = c.start + 1
+            while start < c.end - 1 and (doc[start].is_punct or doc[start].is_space):
+                start += 1
+            c = _Candidate(start, c.end, c.label, c.source, c.score, c.validated, c.kind)  # "nº 464617385"
+        if c.label in _CODE_NOT_NAMES and _CODE.match(doc[c.start:c.end].text):
+            c = _Candidate(c.start, c.end, "ID", c.source, c.score, c.validated, c.kind)
+        out.append(c)
+    if not postcode_in_address:
+        return out
+    joined: list[_Candidate] = []
+    for c in sorted(out, key=lambda c: c.start):
+        prev = joined[-1] if joined else None
+        if (prev is not None and prev.label == "ADDRESS" and c.label == "LOCATION"
+                and _POSTCODE.match(doc[c.start:c.end].text)
+                and _BETWEEN_STREET_AND_POSTCODE.match(doc.text[doc[prev.end - 1].idx + len(doc[prev.end - 1].text):doc[c.start].idx])):
+            joined[-1] = _Candidate(prev.start, c.end, "ADDRESS", prev.source, max(prev.score, c.score),
+                                    prev.validated or c.validated, prev.kind)
+            continue
+        joined.append(c)
+    return joined
+
+
 class DeidMerger:
     def __init__(self, name: str, regex_key: str, ner_key: str, output_key: str,
                  structured_labels: list[str], ner_first_labels: list[str],
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
                  title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95,
                  clinical_key: str = DEFAULT_CLINICAL_KEY, rules_key: str = DEFAULT_RULES_KEY,
-                 plausibility_checks: bool = False):
+                 plausibility_checks: bool = False, titles: list[str] = (), postcode_in_address: bool = True):
         self.name = name
+        self.titles = titles_regex(titles)  # the locale's titles (assembly writes them): outside a PERSON
+        self.postcode_in_address = bool(postcode_in_address)
         self.rules_key = rules_key
         self.checks = bool(plausibility_checks)  # spans that cannot be their label (plausible)
         self.regex_key, self.ner_key, self.output_key = regex_key, ner_key, output_key
@@ -332,6 +405,7 @@ class DeidMerger:
 
             rules, lexicon = context_rules.rules_for(doc.lang_), clinical.lexicon_for(doc.lang_)
             resolved = [p for c in resolved for p in plausible(doc, c, rules, lexicon) if p.start < p.end]
+        resolved = apply_conventions(doc, resolved, self.titles, self.postcode_in_address)
         final = []
         for c in resolved:
             span = Span(doc, c.start, c.end, label=c.label)
@@ -353,10 +427,11 @@ class DeidMerger:
 def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_key: str,
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
                 initials_labels: list[str], title_letters: list[str], trusted_score: float,
-                clinical_key: str, rules_key: str, plausibility_checks: bool) -> DeidMerger:
+                clinical_key: str, rules_key: str, plausibility_checks: bool, titles: list[str],
+                postcode_in_address: bool) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
                       whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key, rules_key,
-                      plausibility_checks)
+                      plausibility_checks, titles, postcode_in_address)
 
 
 Language.factory(
@@ -375,5 +450,10 @@ Language.factory(
         "rules_key": DEFAULT_RULES_KEY,
         # off: on the tuning sets it cost token recall (bench/results/context_rules.md)
         "plausibility_checks": False,
+        # the locale's titles, kept outside a PERSON (assembly writes them from languages/<lc>/surrogate_data/titles.yml)
+        "titles": [],
+        # "C/ Mayor, 58, 46980": the postcode on the street's line is part of the ADDRESS (false: MEDDOCAN's
+        # convention, the postcode a LOCATION of its own)
+        "postcode_in_address": True,
     },
 )(make_merger)
