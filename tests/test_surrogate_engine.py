@@ -91,7 +91,10 @@ def test_locale_data_reads_back_as_its_own_kind(lang):
     assert len(locale.region_names) >= 10
     for city, postal in locale.cities:
         assert _kind("LOCATION", city, lang) in ("city", "country"), city
-        assert _kind("LOCATION", postal, lang) == "postal_code", postal
+    for city, codes in locale.postcodes.items():
+        for postal in codes:  # every real code of a town (cities.tsv, one line each)
+            assert _kind("LOCATION", postal, lang) == "postal_code", postal
+            assert _kind("LOCATION", f"{postal} {city}", lang) == "postal_city", (postal, city)
     for kind in ("hospital", "health_centre", "university", "company", "institution"):
         patterns = locale.organizations[kind]
         assert patterns, kind

@@ -176,6 +176,35 @@ def test_where_no_name_of_the_kind_agrees_the_original_generic_word_is_kept():
         assert after_el.split()[0] in ("Hospital", "Complejo"), after_el
 
 
+@pytest.mark.parametrize("lang", ["es", "fr", "it", "pt", "nl"])
+def test_every_organisation_of_the_data_has_a_head_its_articles_know(lang):
+    """A name the data can draw whose head no `articles.heads` group lists could never follow an
+    article: only names that start with a surname ("{surname} et Fils SAS") may lack one."""
+    from deid_runtime.surrogates.kinds import head_of
+
+    locale = S.load_locale(lang)
+    groups = set(locale.head_groups.values())
+    assert groups <= {g for g in locale.article_groups.values()}, "a head group no article asks for"
+    for kind, patterns in locale.organizations.items():
+        for pattern in patterns:
+            assert head_of(pattern, locale)[0] is not None or pattern.startswith("{surname}"), (lang, kind, pattern)
+
+
+def test_a_patients_documents_agree_whatever_each_writes_around_a_value():
+    """One patient's surrogates do not depend on what a document writes beside a value: a clinic
+    with or without its article, a postal code with or without its town."""
+    redactor = Redactor(KEY)
+    first = "Vue à la Clinique Pasteur, 69003 Lyon."
+    second = "Clinique Pasteur, code postal 69003."
+    a = redactor.redact(first, _spans(first, [("Clinique Pasteur", "ORGANIZATION"), ("69003 Lyon", "LOCATION")]), "a", "fr",
+                        patient_id="p1", lexicon=_lexicon("fr"))
+    b = redactor.redact(second, _spans(second, [("Clinique Pasteur", "ORGANIZATION"), ("69003", "LOCATION")]), "b", "fr",
+                        patient_id="p1", lexicon=_lexicon("fr"))
+    (clinic_a, place_a), (clinic_b, postal_b) = ([d.text[s:e] for s, e, _ in d.spans] for d in (a, b))
+    assert clinic_a == clinic_b and place_a.split()[0] == postal_b, (a.text, b.text)
+    assert (place_a.split(" ", 1)[1], postal_b) in _real_pairs("fr")
+
+
 # ----------------------------------------------------------------------------- identifiers
 @pytest.mark.parametrize("doc_id", DOC_IDS[:12])
 def test_an_identifier_keeps_the_number_mark_it_caught(doc_id):
@@ -214,6 +243,9 @@ def test_a_street_taken_for_a_name_or_a_town_keeps_its_street_word(doc_id):
     assert as_person.startswith("Place ") and "Amélie" not in as_person, as_person
     fr = S.load_locale("fr")
     assert any(fold(as_person[len("Place "):]) == fold(street) for street in fr.streets), as_person
+    # a street word alone and before no name is a place like any other: Ronda is a town
+    _, (town,) = _redact("Natural de Ronda, vive en Madrid.", [("Ronda", "LOCATION")], "es", doc_id)
+    assert town != "Ronda", town
 
 
 def test_an_address_whose_street_word_is_not_known_still_gets_one():

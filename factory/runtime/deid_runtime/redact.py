@@ -178,6 +178,7 @@ class DocumentSurrogates:
         self.articles: dict[str, list[str]] = {}   # folded organisation -> article groups before its mentions
         self.sexes: set[str] = set()               # the sexes of the persons the document names
         self.dates: list[tuple[int | None, int, int | None]] = []  # the dates it states, in its order
+        self.street_words: set[str] = set()        # street words alone before the street's name
 
     def rng(self, purpose: str) -> random.Random:
         return random.Random(int.from_bytes(_hmac(self.scope_key, purpose), "big"))
@@ -188,6 +189,12 @@ class DocumentSurrogates:
         persons = [s for s in spans if s[2] != "PERSON" or self._street_form(text[s[0]:s[1]], "PERSON") is None]
         self.learn_persons(text, persons)
         self.learn_places(text, spans)
+        for (start, end, label), (start2, _, label2) in zip(spans, spans[1:]):
+            # a street word alone right before a name or place is that street's ("Place" "Amélie
+            # Raba-Léon"): written as it is; alone elsewhere it may be a town ("Ronda")
+            if label2 in ("PERSON", "LOCATION", "ADDRESS") and text[end:start2].isspace() \
+                    and self._street_form(text[start:end], label) == "keep":
+                self.street_words.add(_key(text[start:end]))
         for start, end, label in spans:
             value = text[start:end]
             if label == "ORGANIZATION":
@@ -232,7 +239,7 @@ class DocumentSurrogates:
     def get(self, label: str, value: str, context: str = "") -> str:
         """The surrogate of `value` (a `label` span), written in the value's form."""
         street = self._street_form(value, label)
-        if street == "keep":  # a street word alone ("Place"): no one's name or town
+        if street == "keep" and _key(value) in self.street_words:  # "Place" before the street's name
             return value
         if street == "address":  # "Place Amélie Raba-Léon" taken for a name: an address it stays
             label = "ADDRESS"

@@ -228,10 +228,13 @@ def article_before(context: str, locale: Locale) -> str | None:
 
 
 def head_of(name: str, locale: Locale) -> tuple[str | None, bool]:
-    """(group, starts with a vowel) of an organisation's head, its first word ("Clinique du Parc"
-    -> ("f", False)); the group is None for a word the locale's `articles.heads` do not list."""
-    word = next(iter(folded_words(name)), "")
-    return locale.head_groups.get(word), bool(word) and word[0] in locale.elision_vowels
+    """(group, starts with a vowel) of an organisation's name: the group of its head, the first of
+    its words that the locale's `articles.heads` list ("Clinique du Parc" -> "f"; the Dutch "Sint
+    Antonius Ziekenhuis" -> "n"), None where none is listed; whether its first word, the one an
+    article stands before, starts with a vowel."""
+    words = folded_words(name)
+    group = next((locale.head_groups[w] for w in words if w in locale.head_groups), None)
+    return group, bool(words) and words[0][0] in locale.elision_vowels
 
 
 def head_agrees(name: str, article: str | None, locale: Locale) -> bool:

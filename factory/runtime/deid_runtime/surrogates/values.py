@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from typing import Any, Sequence
 
 from .dates import draw_age, draw_date, random_date
 from .forms import ascii_slug, fill_pattern
 from .kinds import calling_code, head_agrees, head_of, same_head
-from .locale import Locale, common
+from .locale import Locale, common, fold
 from .names import names_of
 
 DEFAULT_YEARS = (1995, 2024)
+_WORD = re.compile(r"\w+")
 
 
 def phone(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
@@ -149,15 +151,17 @@ def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | Non
     city, _ = rng.choice(locale.cities)
     surname = surname or names_of(locale).surname(rng, single_word=True)
     patterns = locale.organization_patterns(kind)
-    head = (original or "").split()[0] if (original or "").split() else ""
-    if head and head_of(head, locale)[0] is not None:
-        agreeing = [p for p in patterns if same_head(p, head, locale)]
+    generic = bool(original) and head_of(original or "", locale)[0] is not None
+    if generic:
+        agreeing = [p for p in patterns if same_head(p, original or "", locale)]
     elif articles:
         agreeing = [p for p in patterns if all(head_agrees(p, a, locale) for a in articles)]
     else:
         agreeing = patterns
-    if not agreeing and head and head_of(head, locale)[0] is not None:
-        return f"{head} {surname}"
+    if not agreeing and generic:
+        head = next(w for w in _WORD.findall(original or "") if fold(w) in locale.head_groups)
+        if same_head(head, original or "", locale):
+            return f"{head} {surname}"
     return rng.choice(agreeing or patterns).format(city=city, surname=surname)
 
 
