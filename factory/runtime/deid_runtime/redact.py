@@ -16,12 +16,15 @@ What a surrogate keeps of the original:
              titles and punctuation as written, the casing of every word
   DATE       shifted by the document's offset in days, in its own form: a date without a year or
              with a weekday stays one ("martes 14 de noviembre" -> "jueves 14 de diciembre")
-  ID         a valid identifier of the same kind (DNI, NIE, NIR, IBAN...) in the same layout
+  ID         a valid identifier of the same kind (DNI, NIE, NIR, IBAN...) in the same layout, a
+             number mark as written ("nº"); a NIR the sex and shifted birth month the note states
   PHONE      its country calling code, layout and first national digit
-  LOCATION   its kind (country, region, city, postal code), ORGANIZATION its kind (hospital,
-             health centre, university, company, institution), ADDRESS its house number and
-             postal code; all in the original's casing
-  AGE        its form, moved by 1-2 years; EMAIL / URL / IP only in documentation-reserved names
+  LOCATION   its kind (country, region, city, postal code; a postal code and its town one real
+             pair), ORGANIZATION its kind (hospital, health centre, university, company,
+             institution) and a head word agreeing with its articles ("la Clinique"), ADDRESS its
+             street word, house number, postal code and town; all in the original's casing
+  AGE        its form, moved by 1-2 years, or, where the note's dates state it, the age the shifted
+             dates give; EMAIL / URL / IP only in documentation-reserved names
 
 A surrogate only where the span is surely of its kind: before a span is replaced, its surface must
 pass the check of its label (surrogate_checks.py: a PERSON has letters and no digit, unit or drug
