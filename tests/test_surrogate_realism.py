@@ -89,6 +89,19 @@ def test_an_address_holding_a_postal_code_goes_with_the_town_beside_it(doc_id):
     assert not re.search(r"\d{5} \w", address), address  # the town stays outside the ADDRESS, as written
 
 
+@pytest.mark.parametrize("value,kept", [("CP 28009 Madrid", "CP "), ("CP 28009", "CP "), ("Madrid 28009 Centro", ""),
+                                         ("28009 Madrid", "")])
+def test_a_location_holding_a_postal_code_keeps_nothing_of_the_original_but_its_label(value, kept):
+    """A label before the code ("CP") stays; everything else changes, a town and a code as one pair."""
+    for doc_id in DOC_IDS[:8]:
+        _, (new,) = _redact(f"Domicilio: {value}.", [(value, "LOCATION")], "es", doc_id)
+        assert new.startswith(kept) and "Madrid" not in new and "28009" not in new and "Centro" not in new, new
+        code = re.search(r"\d{5}", new)
+        if code and new[len(kept):] != code.group(0):
+            town = new[len(kept):].replace(code.group(0), "").strip()
+            assert (town, code.group(0)) in _real_pairs("es"), new
+
+
 def test_a_dutch_postcode_of_two_words_and_its_town():
     for doc_id in DOC_IDS[:8]:
         text = "Adres: Kerkstraat 12, 1012 AB Amsterdam. Woont sinds 2010 in Amsterdam."

@@ -282,7 +282,9 @@ class DocumentSurrogates:
             return unsure_tag(label)  # no identifier: nothing to draw one like
         if label in ("LOCATION", "ADDRESS"):
             parts = locality_parts(label, value, locale)
-            if parts is not None and (label == "LOCATION" or value[:parts[0][0]].strip(" ,;")):
+            if parts is not None and label == "ADDRESS" and not value[:parts[0][0]].strip(" ,;"):
+                label, parts = "LOCATION", locality_parts("LOCATION", value, locale)  # no street: "28009 Madrid"
+            if parts is not None:
                 return self._with_locality(label, value, parts)
             if label == "LOCATION" and values.kind_of(label, describe(label, value, locale, context)) == "city":
                 return self._town(value)

@@ -174,9 +174,11 @@ def postal_code_at(text: str, locale: Locale) -> tuple[int, int] | None:
 
 def locality_parts(label: str, text: str, locale: Locale) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
     """Where the postal code and the town of a LOCATION or an ADDRESS are: ((start, end) of the
-    postal code, (start, end) of the town or None), or None without a postal code. A LOCATION's
-    town is the rest of it ("28009 Madrid", "Madrid (28009)"); an ADDRESS's is what follows its
-    postal code ("C/ Mayor 5, 28009 Madrid"; none in "C/ Mayor 5, 28009")."""
+    postal code, (start, end) of the town or None); None without a postal code, and for a LOCATION
+    that holds more than a postal code, a town and a label before them (replaced whole). A
+    LOCATION's town is the rest of it ("28009 Madrid", "Madrid (28009)"; none in "CP 28009": a label
+    of short words before the code stays as written); an ADDRESS's is what follows its postal code
+    ("C/ Mayor 5, 28009 Madrid"; none in "C/ Mayor 5, 28009")."""
     postal = postal_code_at(text, locale)
     if postal is None:
         return None
@@ -191,7 +193,16 @@ def locality_parts(label: str, text: str, locale: Locale) -> tuple[tuple[int, in
         if core and any(c.isalpha() for c in core):
             offset = start + piece.index(core)
             towns.append((offset, offset + len(core)))
-    return postal, (towns[0] if len(towns) == 1 else None)
+    if label != "ADDRESS" and towns and towns[0][1] <= postal[0] and _is_label(text[towns[0][0]:towns[0][1]]):
+        towns = towns[1:]  # "CP 28009 Madrid": the label stays, the town is after the code
+    if len(towns) > 1:
+        return None
+    return postal, (towns[0] if towns else None)
+
+
+def _is_label(text: str) -> bool:
+    """A label before a postal code ("CP", "C.P."): words of two letters at most."""
+    return all(len(w) <= 2 for w in re.findall(r"[^\W\d_]+", text))
 
 
 def street_word_at(text: str, locale: Locale) -> tuple[int, int] | None:
