@@ -256,6 +256,10 @@ def test_a_street_taken_for_a_name_or_a_town_keeps_its_street_word(doc_id):
     assert as_person.startswith("Place ") and "Amélie" not in as_person, as_person
     fr = S.load_locale("fr")
     assert any(fold(as_person[len("Place "):]) == fold(street) for street in fr.streets), as_person
+    # the Spanish pipeline took "la Plaza Amelia Rábade de Madrid" for a PERSON: the article stays
+    text = "Vive en la Plaza Amelia Rábade de Madrid desde 2010."
+    _, (as_person,) = _redact(text, [("la Plaza Amelia Rábade de Madrid", "PERSON")], "es", doc_id)
+    assert as_person.startswith("la Plaza ") and not {"Amelia", "Rábade", "Madrid"} & set(as_person.split()), as_person
     # a street word alone and before no name is a place like any other: Ronda is a town
     _, (town,) = _redact("Natural de Ronda, vive en Madrid.", [("Ronda", "LOCATION")], "es", doc_id)
     assert town != "Ronda", town

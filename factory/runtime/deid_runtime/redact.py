@@ -245,7 +245,9 @@ class DocumentSurrogates:
         if street == "keep" and _key(value) in self.street_words:  # "Place" before the street's name
             return value
         if street == "address":  # "Place Amélie Raba-Léon" taken for a name: an address it stays
-            label = "ADDRESS"
+            found = street_word_at(value, self.locale)
+            lead = value[:found[0]]  # an article the span caught ("la Plaza ..."), as written
+            return lead + match_casing(value[found[0]:], self._memo("ADDRESS", value[found[0]:]))
         if label == "PERSON":
             return self.persons.replace(value)
         surrogate = self._memo(label, value, context)
@@ -260,19 +262,23 @@ class DocumentSurrogates:
 
     def _street_form(self, value: str, label: str) -> str | None:
         """"keep" for a PERSON or LOCATION span that is a street word alone ("Place"), "address" for
-        one that starts with a street word and goes on ("Place Amélie Raba-Léon", not "Largo" the
-        surname: a first word that is a name of the locale is a name), else None."""
+        one that starts with a street word (after an article at most) and goes on ("Place Amélie
+        Raba-Léon", "la Plaza Amelia Rábade"; not "Camino Pérez", whose street word is a name of the
+        locale), else None."""
         if label not in ("PERSON", "LOCATION"):
             return None
         found = street_word_at(value, self.locale)
-        if found is None or found[0] != 0:
-            return None
+        if found is None or any(fold(w) not in self.locale.article_groups for w in value[:found[0]].split()):
+            return None  # a street word first, or after an article only ("la Plaza ...")
         rest = value[found[1]:].strip(" ,.")
         if not rest:
             return "keep" if found[1] >= len(value.rstrip(" ,.")) else None
         names = names_of(self.locale)
-        first = value[:found[1]]
-        if label == "PERSON" and (names.is_given(first) or fold(first) in names.surname_set):
+        first = value[found[0]:found[1]]
+        # a street word that is a given name ("Camino") is one; a surname ("Plaza") only where the
+        # span reads as a name: no article before it, two words at most ("Plaza Gómez")
+        if label == "PERSON" and (names.is_given(first) or (fold(first) in names.surname_set and not found[0]
+                                                             and len(value.split()) <= 2)):
             return None
         return "address" if value[found[1]:found[1] + 1].isspace() else None
 
