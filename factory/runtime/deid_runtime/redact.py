@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from . import clinical
+from . import clinical, ids
 from .surrogate_checks import CheckWords, surely_of_kind
 from .surrogates import dates, identifiers, values
 from .surrogates.forms import match_casing
@@ -410,8 +410,6 @@ class DocumentSurrogates:
         """What the document says of the person of an identifier that encodes one (the NIR's sex and
         month of birth): its sex where the document names a person of that sex, its birth (year,
         month) shifted where the document states a date of that month; None for other identifiers."""
-        from . import ids
-
         identifier = ids.identify(value, ids.keys(self.locale.formats.get("identifiers") or []))
         if identifier is None or not hasattr(identifier, "person_fields"):
             return None
