@@ -223,13 +223,13 @@ class DocumentSurrogates:
             placed.append((start, end, label, value, parts))
             if parts and parts[1]:
                 self._pair(value[slice(*parts[0])], value[slice(*parts[1])])
-        for (_, end, label, value, parts), (start, _, label2, value2, parts2) in zip(placed, placed[1:]):
-            if len(text[end:start]) > 3 or text[end:start].strip(" \t,;(-–"):
+        for (start, end, label, value, parts), (start2, _, label2, value2, parts2) in zip(placed, placed[1:]):
+            if len(text[end:start2]) > 3 or text[end:start2].strip(" \t,;(-–"):
                 continue
             if parts and not parts[1] and not value[parts[0][1]:].strip(" ,;)") \
-                    and label2 == "LOCATION" and parts2 is None and self._is_town(value2, text, start):
+                    and label2 == "LOCATION" and parts2 is None and self._is_town(value2, text, start2):
                 self._pair(value[slice(*parts[0])], value2)
-            elif label == "LOCATION" and parts is None and self._is_town(value, text, start - len(value)) \
+            elif label == "LOCATION" and parts is None and self._is_town(value, text, start) \
                     and label2 == "LOCATION" and parts2 and not parts2[1]:
                 self._pair(value2[slice(*parts2[0])], value)
 
