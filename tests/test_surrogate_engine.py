@@ -91,7 +91,10 @@ def test_locale_data_reads_back_as_its_own_kind(lang):
     assert len(locale.region_names) >= 10
     for city, postal in locale.cities:
         assert _kind("LOCATION", city, lang) in ("city", "country"), city
-        assert _kind("LOCATION", postal, lang) == "postal_code", postal
+    for city, codes in locale.postcodes.items():
+        for postal in codes:  # every real code of a town (cities.tsv, one line each)
+            assert _kind("LOCATION", postal, lang) == "postal_code", postal
+            assert _kind("LOCATION", f"{postal} {city}", lang) == "postal_city", (postal, city)
     for kind in ("hospital", "health_centre", "university", "company", "institution"):
         patterns = locale.organizations[kind]
         assert patterns, kind
@@ -435,7 +438,7 @@ def test_training_surrogates_keep_the_kind_of_each_location(target):
         assert country in locale.countries, country
         assert province in locale.regions, province
         assert city in [c for c, _ in locale.cities], city
-        assert postal in [p for _, p in locale.cities], postal
+        assert postal in {p for codes in locale.postcodes.values() for p in codes}, postal
         assert _kind("ORGANIZATION", hospital, target) == "hospital", hospital
         assert _kind("ORGANIZATION", centre, target) == "health_centre", centre
         assert [s.attrs.get("kind") for s in rec.spans] == ["country", "region", "city", "postal_code", "hospital", "health_centre"]

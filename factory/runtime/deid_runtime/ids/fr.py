@@ -30,9 +30,23 @@ class Nir(StdnumIdentifier):
         return std_nir.calc_check_digits(body)
 
     def draw(self, rng: random.Random) -> str:
-        body = (rng.choice("12") + f"{rng.randint(0, 99):02d}" + f"{rng.randint(1, 12):02d}" + rng.choice(DEPARTMENTS)
+        return self.draw_for(rng)
+
+    def draw_for(self, rng: random.Random, sex: str | None = None, birth: tuple[int, int] | None = None) -> str:
+        """A NIR of a person of `sex` ("f": 2, "m": 1) born in `birth` (year, month); what is not
+        given is drawn."""
+        sex_digit = {"m": "1", "f": "2"}.get(sex or "") or rng.choice("12")
+        year, month = birth if birth else (rng.randint(0, 99), rng.randint(1, 12))
+        body = (sex_digit + f"{year % 100:02d}" + f"{month:02d}" + rng.choice(DEPARTMENTS)
                 + f"{rng.randint(1, 990):03d}" + f"{rng.randint(1, 999):03d}")
         return body + self.calc_check_digits(body)
+
+    def person_fields(self, value: str) -> dict[str, object]:
+        """What a NIR says of its person: "sex" ("f"/"m"; None for a temporary or foreign number) and
+        "birth" ((two-digit year, month); None where the month is unknown, 20-99)."""
+        code = self.compact(value)
+        month = int(code[3:5])
+        return {"sex": {"1": "m", "2": "f"}.get(code[0]), "birth": (int(code[1:3]), month) if 1 <= month <= 12 else None}
 
 
 class Rpps(LuhnIdentifier):

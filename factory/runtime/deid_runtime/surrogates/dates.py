@@ -39,6 +39,12 @@ def _find_name(text: str, locale: Locale, full: str, abbr: str, skip=None):
         for table_key, names in tables:
             if key in names:
                 return word, names.index(key), table_key
+        # another abbreviation of a name, written with its dot ("sep." where the locale lists
+        # "sept."): three letters or more that begin one name only
+        if len(key) >= 3 and text[word.end():word.end() + 1] == ".":
+            begins = [i for i, name in enumerate(tables[0][1]) if name.startswith(key)]
+            if len(begins) == 1 and tables[1][1]:
+                return word, begins[0], abbr
     return None
 
 
@@ -76,6 +82,46 @@ def _numeric3(s: str) -> tuple[str, str, str, str] | None:
     if m is None:
         return None
     return m.group(1, 2, 3, 4) if m.group(1) else m.group(5, 6, 7, 8)
+
+
+def date_value(value: str, lang: str | Locale | None) -> tuple[int | None, int, int | None] | None:
+    """(year, month, day) a date string states, year or day None where it has none ("14/11",
+    "mars 1961"); None where it states no month (a year, a weekday) or is no date. Read as
+    shift_date reads it: shifting the value by `days` gives the date `shifted_value` gives."""
+    locale = lang if isinstance(lang, Locale) else load_locale(lang)
+    order = locale["date"].get("order", "dmy")
+    s = value.strip()
+    m3 = _numeric3(s)
+    if m3:
+        a, _, b, c = m3
+        year, month, day = (int(a), int(b), int(c)) if len(a) == 4 else \
+            ((_year(c), int(b), int(a)) if order == "dmy" else (_year(c), int(a), int(b)))
+    elif m := _NUMERIC2.match(s):
+        a, _, b, _ = m.groups()
+        if len(b) == 4:
+            year, month, day = int(b), int(a), None
+        else:
+            year, (day, month) = None, ((int(a), int(b)) if order == "dmy" else (int(b), int(a)))
+    else:
+        hit = _find_name(s, locale, "months", "months_abbr")
+        if hit is None:
+            return None
+        numbers = [n.group(1) for n in _NUMBER.finditer(s)]
+        years = [int(n) for n in numbers if len(n) == 4]
+        days = [int(n) for n in numbers if len(n) <= 2 and 1 <= int(n) <= 31]
+        year, month, day = (years[0] if years else None), hit[1] + 1, (days[0] if days else None)
+    try:
+        _shift(year, month, day, 0)
+    except ValueError:  # 31/02/2020: not a date
+        return None
+    return year, month, day
+
+
+def shifted_value(parts: tuple[int | None, int, int | None], days: int) -> dt.date:
+    """The date `parts` (date_value) stands for, moved by `days` as shift_date moves it (a month
+    without its day stands for its 15th)."""
+    year, month, day = parts
+    return _shift(year, month, day, days)
 
 
 # ----------------------------------------------------------------------------- shifting
@@ -167,7 +213,7 @@ def _shift_written(s: str, days: int, locale: Locale) -> str | None:
     parts: list[tuple[int, int, str]] = []
     if weekday_hit:
         tok, index, table = weekday_hit
-        parts.append((tok.start(), tok.end(), _name_like(tok.group(0), info[table][(index + days) % 7])))
+        parts.append(_name_part(s, tok, info[table], (index + days) % 7))
     if month_hit is None:
         if weekday_hit and not re.search(r"\d", s):
             return _apply(s, parts)
@@ -182,12 +228,27 @@ def _shift_written(s: str, days: int, locale: Locale) -> str | None:
         d = _shift(int(year[2]) if year else None, month + 1, int(day[2]) if day else None, days)
     except ValueError:
         return None
-    parts.append((tok.start(), tok.end(), _name_like(tok.group(0), info[table][d.month - 1])))
+    parts.append(_name_part(s, tok, info[table], d.month - 1))
     if year is not None:
         parts.append((year[0], year[1], f"{d.year:04d}"))
     if day is not None:
         parts.append((day[0], day[1], _fmt_num(d.day, day[2]) + _ordinal(d.day, day[3], locale)))
     return _apply(s, parts)
+
+
+def _name_part(s: str, tok: re.Match, names: list[str], index: int) -> tuple[int, int, str]:
+    """(start, end, new text) for a month or weekday name of `s` that becomes names[index], written
+    like the original. An abbreviation is the new name's own as the locale writes it: a dot where
+    the locale's list has one ("10 nov. 2023" -> "2 mai 2024", "3 janv. 2024"; "nov" without a dot
+    stays without). A list without any dot (a locale that did not say) keeps the original's dot."""
+    start, end = tok.span()
+    new = str(names[index])
+    dotted = end < len(s) and s[end] == "."
+    if not any(str(n).endswith(".") for n in names):  # full names, or abbreviations without their dots
+        return start, end, _name_like(tok.group(0), new)
+    if dotted:
+        return start, end + 1, _name_like(tok.group(0), new)
+    return start, end, _name_like(tok.group(0), new.rstrip("."))
 
 
 def _apply(s: str, parts: list[tuple[int, int, str]]) -> str:

@@ -17,26 +17,41 @@ Every value a check-digit kind produces is checked again by the validator the re
 from __future__ import annotations
 
 import random
+import re
 from typing import Any, Callable
 
 from .. import ids
 from ..validators import VALIDATORS, validator_name
 from .forms import fill_pattern, reshape
-from .locale import Locale
+from .locale import Locale, fold
 
 Generator = Callable[[random.Random, dict[str, Any]], str]
+_MARK = re.compile(r"^\s*([^\W\d_]+\.?[º°ª]?\.?)\s*(?=\d|[^\W\d_]*\d)")
 MAX_DRAWS = 200  # a value two kinds accept: draws until one passes both (1 in 11 for an NPI and an NHS number)
 
 
-def like(value: str, rng: random.Random, locale: Locale) -> str:
+def like(value: str, rng: random.Random, locale: Locale, person: dict[str, Any] | None = None) -> str:
     """A surrogate of an identifier found in a text of `locale`: same kind, same layout, valid
     check digits; an IBAN of any country stays an IBAN of that country. A value that two kinds
-    accept (a 9-digit Luhn number is an ADELI and a FINESS) gets a surrogate that both accept."""
+    accept (a 9-digit Luhn number is an ADELI and a FINESS) gets a surrogate that both accept.
+    A number mark the span caught ("nº 282812345": formats.yml `number_marks`) stays as written.
+    `person`: what the document says of the person an identifier encodes ({"sex": "f", "birth":
+    (year, month)}, redact.py): an identifier that encodes them (the NIR: `draw_for`) agrees.
+    A value without a digit is no identifier: ValueError (redaction writes "[ID?]" for it)."""
+    if not any(c.isdigit() for c in value):
+        raise ValueError("an identifier has digits; this value has none")
+    mark = number_mark(value, locale)
+    if mark:
+        return value[:mark] + like(value[mark:], rng, locale, person)
     candidates = ids.keys(locale.formats.get("identifiers") or [])
     iban = ids.strip_separators(value)[:2].lower() + ".iban"
     if iban in ids.keys() and iban not in candidates:
         candidates.append(iban)
     accepting = [key for key in candidates if ids.get(key).is_valid(value)]
+    if accepting and person and hasattr(ids.get(accepting[0]), "draw_for"):
+        new = _like_person(value, rng, ids.get(accepting[0]), person)
+        if new is not None:
+            return new
     if accepting:
         new = None
         for _ in range(MAX_DRAWS):
@@ -49,6 +64,28 @@ def like(value: str, rng: random.Random, locale: Locale) -> str:
         if new != value:
             return new
     return new
+
+
+def number_mark(value: str, locale: Locale) -> int:
+    """How many characters of `value` are a number mark and the space after it ("nº ", "N° ",
+    "nr. "): words of formats.yml's `number_marks` at its start, compared case- and accent-folded;
+    0 when none is."""
+    marks = {fold(str(m)).rstrip(".") for m in locale.formats.get("number_marks") or []}
+    m = _MARK.match(value)
+    if m and marks and fold(m.group(1)).rstrip(".") in marks:
+        return m.end()
+    return 0
+
+
+def _like_person(value: str, rng: random.Random, identifier: ids.Identifier, person: dict[str, Any]) -> str | None:
+    """A value of `identifier` for the person (`draw_for(rng, sex=..., birth=...)`), in the layout of
+    `value` and different from it; None where no draw fits the layout."""
+    pattern, original = ids.layout_of(value), identifier.compact(value)
+    for _ in range(MAX_DRAWS):
+        new = identifier.draw_for(rng, sex=person.get("sex"), birth=person.get("birth"))
+        if new != original and identifier.is_valid(new) and len(new) == pattern.count("#"):
+            return ids.layout(new, pattern)
+    return None
 
 
 def written(identifier: ids.Identifier, rng: random.Random, spec: dict[str, Any]) -> str:

@@ -142,3 +142,127 @@ def address_shape(text: str, locale: Locale) -> dict[str, Any]:
     numbers = [w for w in words if w.isdigit() and w not in postal]
     return {"number": bool(numbers), "locality": bool(postal), "words": len(words),
             "digits": sum(c.isdigit() for c in text)}
+
+
+# ----------------------------------------------------------------------------- parts of a place
+_TOKEN_SPAN = re.compile(r"\S+")
+_EDGE_PUNCT = ",;.:()[]"
+
+
+def postal_code_at(text: str, locale: Locale) -> tuple[int, int] | None:
+    """(start, end) of the last postal code written in `text` (the locale's form, one word or two:
+    "1017 GA"; punctuation around it left out), or None."""
+    tokens = []
+    for m in _TOKEN_SPAN.finditer(text):
+        word = m.group(0)
+        lead = len(word) - len(word.lstrip(_EDGE_PUNCT))
+        tail = len(word.rstrip(_EDGE_PUNCT))
+        if tail > lead:
+            tokens.append((m.start() + lead, m.start() + tail))
+    found = None
+    i = 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and locale.postal_code.match(text[tokens[i][0]:tokens[i + 1][1]]) \
+                and not locale.postal_code.match(text[tokens[i][0]:tokens[i][1]]):
+            found, i = (tokens[i][0], tokens[i + 1][1]), i + 2
+            continue
+        if locale.postal_code.match(text[tokens[i][0]:tokens[i][1]]):
+            found = tokens[i]
+        i += 1
+    return found
+
+
+def locality_parts(label: str, text: str, locale: Locale) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
+    """Where the postal code and the town of a LOCATION or an ADDRESS are: ((start, end) of the
+    postal code, (start, end) of the town or None); None without a postal code, and for a LOCATION
+    that holds more than a postal code, a town and a label before them (replaced whole). A
+    LOCATION's town is the rest of it ("28009 Madrid", "Madrid (28009)"; none in "CP 28009": a label
+    of short words before the code stays as written); an ADDRESS's is what follows its postal code
+    ("C/ Mayor 5, 28009 Madrid"; none in "C/ Mayor 5, 28009")."""
+    postal = postal_code_at(text, locale)
+    if postal is None:
+        return None
+    if label == "ADDRESS":
+        pieces = [(postal[1], len(text))]
+    else:
+        pieces = [(0, postal[0]), (postal[1], len(text))]
+    towns = []
+    for start, end in pieces:
+        piece = text[start:end]
+        core = piece.strip(" \t,;-–()")
+        if core and any(c.isalpha() for c in core):
+            offset = start + piece.index(core)
+            towns.append((offset, offset + len(core)))
+    if label != "ADDRESS" and towns and towns[0][1] <= postal[0] and _is_label(text[towns[0][0]:towns[0][1]]):
+        towns = towns[1:]  # "CP 28009 Madrid": the label stays, the town is after the code
+    if len(towns) > 1:
+        return None
+    return postal, (towns[0] if towns else None)
+
+
+def _is_label(text: str) -> bool:
+    """A label before a postal code ("CP", "C.P."): words of two letters at most."""
+    return all(len(w) <= 2 for w in re.findall(r"[^\W\d_]+", text))
+
+
+def street_word_at(text: str, locale: Locale) -> tuple[int, int] | None:
+    """(start, end) of the street word of an address as written ("Place", "C/", "Avda.", the
+    "straat" of "Kerkstraat"): the first word of formats.yml's `address.street_words` (or its
+    `types`), else the first word ending with one of `address.street_suffixes`; None when none is."""
+    formats = locale.formats.get("address") or {}
+    words = {fold(str(w)).rstrip(".") for w in [*(formats.get("street_words") or []), *(formats.get("types") or [])]}
+    suffixes = sorted({fold(str(s)) for s in formats.get("street_suffixes") or []}, key=len, reverse=True)
+    for m in _TOKEN_SPAN.finditer(text):
+        word = m.group(0).rstrip(",;:")
+        if fold(word).rstrip(".") in words:
+            return m.start(), m.start() + len(word)
+    for m in re.finditer(r"[^\W\d_]+", text):
+        key = fold(m.group(0))
+        for suffix in suffixes:
+            if len(key) > len(suffix) and key.endswith(suffix):
+                return m.end() - len(suffix), m.end()
+    return None
+
+
+# ----------------------------------------------------------------------------- articles and heads
+ELIDED = "elided"  # the group of formats.yml's `articles.before` that stands before a vowel
+_LAST_WORD = re.compile(r"(?:^|[^\w'’])([^\W\d_]+(?:['’](?=$)|\s+$))$")
+
+
+def article_before(context: str, locale: Locale) -> str | None:
+    """The group (formats.yml `articles.before`: "m", "f", "elided"...) of the article written right
+    before a span ("la " -> "f", "l'" -> "elided"), None when the word before is no article."""
+    m = _LAST_WORD.search(context)
+    if m is None:
+        return None
+    return locale.article_groups.get(fold(m.group(1).strip()).replace("’", "'"))
+
+
+def head_of(name: str, locale: Locale) -> tuple[str | None, bool]:
+    """(group, starts with a vowel) of an organisation's name: the group of its head, the first of
+    its words that the locale's `articles.heads` list ("Clinique du Parc" -> "f"; the Dutch "Sint
+    Antonius Ziekenhuis" -> "n"), None where none is listed; whether its first word, the one an
+    article stands before, starts with a vowel."""
+    words = folded_words(name)
+    group = next((locale.head_groups[w] for w in words if w in locale.head_groups), None)
+    return group, bool(words) and words[0][0] in locale.elision_vowels
+
+
+def head_agrees(name: str, article: str | None, locale: Locale) -> bool:
+    """Whether the organisation `name` reads right after an article of group `article` (None: any)."""
+    if article is None:
+        return True
+    group, vowel = head_of(name, locale)
+    if group is None:
+        return False
+    if article == ELIDED:
+        return vowel
+    return group == article and not (locale.elision_vowels and vowel)
+
+
+def same_head(name: str, original: str, locale: Locale) -> bool:
+    """Whether `name` reads after every article `original` reads after: its head is of the same
+    group and, where the locale elides, starts with a vowel as the original's does."""
+    group, vowel = head_of(original, locale)
+    other, other_vowel = head_of(name, locale)
+    return group is not None and other == group and (not locale.elision_vowels or other_vowel == vowel)

@@ -90,6 +90,8 @@ def read_forms(path: Path) -> list[tuple[str, str]]:
 
 
 def read_cities(path: Path) -> list[tuple[str, str]]:
+    """`city<TAB>postal code` pairs, as written: a town with several postal codes has one line per
+    code (its first line gives the code a town is listed with)."""
     rows = []
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
@@ -120,7 +122,7 @@ class Locale:
     formats: dict[str, Any]
     countries: list[str]
     regions: list[str]
-    cities: list[tuple[str, str]]
+    cities: list[tuple[str, str]]  # (town, its first postal code), one per town
     streets: list[str]
     organizations: dict[str, list[str]]
     professions: list[tuple[str, str]]  # (masculine, feminine); the same form twice when one serves both
@@ -128,6 +130,9 @@ class Locale:
     given_male: list[str]
     surnames: list[str]
     titles: Titles = field(default_factory=lambda: Titles({}))
+    # every real postal code of each town (cities.tsv, all its lines): a postal code and its town are
+    # drawn as a pair; empty: the first code of `cities`
+    postcodes: dict[str, list[str]] = field(default_factory=dict)
     # folded look-up tables, built once
     gazetteer: dict[tuple[str, ...], str] = field(default_factory=dict)
     triggers: dict[str, dict[str, frozenset]] = field(default_factory=dict)
@@ -152,12 +157,22 @@ class Locale:
         person["female"] = (female - male) | person.get("female", frozenset())
         person["male"] = (male - female) | person.get("male", frozenset())
         self.postal_code = re.compile(self.formats.get("postal_code") or r"^\d{4,5}$")
+        for town, postal in self.cities:
+            self.postcodes.setdefault(town, [postal])
+        self.town_of_postcode = {" ".join(fold(code).split()): town for town, codes in self.postcodes.items() for code in codes}
         # A region surrogate is drawn among the names that read as regions only (Sevilla, a
         # province too, would read as a city).
         self.region_names = [r for r in self.regions if self.gazetteer[folded_words(r)] == "region"]
         # grammatical gender of the listed professions that have two forms ("enfermera" -> f)
         self.profession_genders = {fold(form): gender for m, f in self.professions if m != f
                                    for form, gender in ((m, "m"), (f, "f"))}
+        # articles before an organisation and the head words they agree with (formats.yml `articles`)
+        articles = self.formats.get("articles") or {}
+        self.article_groups = {fold(str(a)).replace("’", "'"): str(group)
+                               for group, forms in (articles.get("before") or {}).items() for a in forms or []}
+        self.head_groups = {fold(str(h)): str(group) for group, heads in (articles.get("heads") or {}).items()
+                            for h in heads or []}
+        self.elision_vowels = fold(str(articles.get("vowels") or ""))
         endings = self.formats.get("profession_endings") or {}
         # (folded ending, gender or None), longest first: "-ista" (both) before "-a" (f)
         self.profession_endings = sorted(((fold(str(e)), None if g == "both" else g)
@@ -173,7 +188,8 @@ class Locale:
     def folded_names(self, key: str) -> list[str]:
         """A list of `date` (months, weekdays...) folded, computed once."""
         if key not in self._folded:
-            self._folded[key] = [fold(n) for n in (self["date"].get(key) or [])]
+            # an abbreviation is listed as the locale writes it ("janv."): it is found without its dot
+            self._folded[key] = [fold(str(n)).rstrip(".") for n in (self["date"].get(key) or [])]
         return self._folded[key]
 
     @property
@@ -193,13 +209,18 @@ class Locale:
         folder = Path(folder)
         formats = _read_yaml(folder / "formats.yml")
         organizations = _read_yaml(folder / "organizations.yml", "lists per kind (hospital: [...])")
+        pairs = read_cities(folder / "cities.tsv")
+        postcodes: dict[str, list[str]] = {}
+        for town, postal in pairs:
+            postcodes.setdefault(town, []).append(postal)
         return cls(
             lang=str(formats.get("lang") or lang or (folder.parent.name if folder.name == DATA_FOLDER else folder.name)),
             folder=folder,
             formats=formats,
             countries=read_list(folder / "countries.txt"),
             regions=read_list(folder / "regions.txt"),
-            cities=read_cities(folder / "cities.tsv"),
+            cities=[(town, codes[0]) for town, codes in postcodes.items()],
+            postcodes=postcodes,
             streets=read_list(folder / "streets.txt"),
             organizations={str(k): [str(p) for p in v or []] for k, v in organizations.items()},
             professions=read_forms(folder / "professions.txt"),

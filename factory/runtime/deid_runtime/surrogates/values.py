@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from typing import Any
+import re
+from typing import Any, Sequence
 
 from .dates import draw_age, draw_date, random_date
 from .forms import ascii_slug, fill_pattern
-from .kinds import calling_code
-from .locale import Locale, common
+from .kinds import calling_code, head_agrees, head_of, same_head
+from .locale import Locale, common, fold
 from .names import names_of
 
 DEFAULT_YEARS = (1995, 2024)
+_WORD = re.compile(r"\w+")
 
 
 def phone(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
@@ -80,17 +82,32 @@ def ip(rng: random.Random, private_share: float = 0.5, reserved: bool = False) -
     return f"{rng.randint(11, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
 
 
-def address(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
+def place(rng: random.Random, locale: Locale) -> tuple[str, str]:
+    """(town, postal code): a real pair of the locale's list, every town as likely whatever its
+    number of postal codes."""
+    town, _ = rng.choice(locale.cities)
+    return town, postal_code_of(town, rng, locale) or ""
+
+
+def postal_code_of(town: str, rng: random.Random, locale: Locale) -> str | None:
+    """One of the postal codes of `town` (as the locale's list writes it), None for a town the list
+    does not hold."""
+    codes = locale.postcodes.get(town)
+    return rng.choice(codes) if codes else None
+
+
+def address(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, street_word: str | None = None) -> str:
     """A street address with a house number when the original had one, and ', <postal> <town>'
-    when the original had a postal code."""
+    when the original had a postal code. `street_word`: the original's street type as written
+    ("Place", "Avda."), kept in place of a drawn one."""
     shape = shape or {}
     formats = locale["address"]
     with_number = shape.get("number", True)
     templates = formats["with_number"] if with_number else (formats.get("without_number") or formats["with_number"])
     text = rng.choice(templates).format(n=rng.randint(1, 180), n2=rng.randint(1, 40),
-                                        type=rng.choice(formats["types"]), street=rng.choice(locale.streets))
+                                        type=street_word or rng.choice(formats["types"]), street=rng.choice(locale.streets))
     if shape.get("locality"):
-        city, postal = rng.choice(locale.cities)
+        city, postal = place(rng, locale)
         text += ", " + formats["locality"].format(postal=postal, city=city)
     return text
 
@@ -112,7 +129,7 @@ def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -
         return rng.choice(locale.countries)
     if kind == "region":
         return rng.choice(locale.region_names)
-    city, postal = rng.choice(locale.cities)
+    city, postal = place(rng, locale)
     if kind == "postal_code":
         return postal
     if kind == "postal_city":
@@ -120,11 +137,32 @@ def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -
     return city
 
 
-def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, surname: str | None = None) -> str:
+def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, surname: str | None = None,
+                 articles: Sequence[str] = (), original: str | None = None) -> str:
+    """An organisation of the shape's kind that reads where the original was written. `original`:
+    where its head word (its first: "Clinique") is a generic word of the locale (formats.yml
+    `articles.heads`), the surrogate's head is of the same gender and, in a locale that elides, starts
+    with a vowel as it does, so every article the original followed still agrees ("la Clinique X" ->
+    "la Polyclinique Y", "l'Hôpital X" -> "l'Hôpital Y", never "la Hôpital Y"); any other original
+    agrees with `articles`, the groups of the articles written before its mentions
+    (kinds.article_before). Where no name of the kind agrees, the original's generic head word is kept
+    before a drawn surname."""
     kind = kind_of("ORGANIZATION", shape)
     city, _ = rng.choice(locale.cities)
     surname = surname or names_of(locale).surname(rng, single_word=True)
-    return rng.choice(locale.organization_patterns(kind)).format(city=city, surname=surname)
+    patterns = locale.organization_patterns(kind)
+    generic = bool(original) and head_of(original or "", locale)[0] is not None
+    if generic:
+        agreeing = [p for p in patterns if same_head(p, original or "", locale)]
+    elif articles:
+        agreeing = [p for p in patterns if all(head_agrees(p, a, locale) for a in articles)]
+    else:
+        agreeing = patterns
+    if not agreeing and generic:
+        head = next(w for w in _WORD.findall(original or "") if fold(w) in locale.head_groups)
+        if same_head(head, original or "", locale):
+            return f"{head} {surname}"
+    return rng.choice(agreeing or patterns).format(city=city, surname=surname)
 
 
 def profession(rng: random.Random, locale: Locale, gender: str | None = None) -> str:
