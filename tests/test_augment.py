@@ -92,6 +92,10 @@ def test_scan_spacing_spaces_digits_reads_zeros_as_o_and_opens_emails():
     # nothing but spaces and O-for-0 changed
     assert re.sub(r"\s", "", new).replace("O", "0") == re.sub(r"\s", "", NOTE).replace("O", "0")
     assert A.scan_spacing(NOTE, spans_of(NOTE), Always(0.99)) == (NOTE, spans_of(NOTE))
+    # numbers outside PHI are spaced and read alike: spacing is no sign of PHI
+    note = NOTE.replace("tres semanas", "21 días con 1,5 g de paracetamol")
+    new, spans = A.scan_spacing(note, spans_of(note), Always())
+    assert "2 1  días  con  1 , 5  g" in new and texts(new, spans)[1] == "4 O 5 O 2 O 1"
 
 
 def test_broken_lines_break_sentences_and_fields_outside_phi():
