@@ -9,6 +9,7 @@ factory."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -293,17 +294,19 @@ def test_rendered_config_chains_the_augmenters_in_the_training_corpus(tmp_path, 
 
 
 def test_factory_train_finds_the_augmenters_and_the_model_loads_without_them(tmp_path, train_corpus):
-    """`factory train` registers the factory's augmenters before spaCy reads the config; the
-    trained model names them in its config ([corpora]), which spacy.load does not resolve, so a
-    process with only spaCy and deid_runtime loads and runs it."""
+    """`factory train` (its own process: nothing imported the augmenters before it) registers the
+    factory's augmenters before spaCy reads the config; the trained model names them in its config
+    ([corpora]), which spacy.load does not resolve, so a process with only spaCy and deid_runtime
+    loads and runs it."""
     from deid_factory.render import render_config
-    from deid_factory.train import train_model
 
     config = tmp_path / "config.cfg"
     config.write_text(render_config("es", augmenters={name: {"level": 0.5} for name in A.TRANSFORMS}), encoding="utf-8")
-    summary = train_model(train_corpus / "train.spacy", train_corpus / "dev.spacy", config, tmp_path / "out",
-                          max_epochs=1, patience=1, seed=0)
-    assert summary["epochs_run"] == 1
+    run = subprocess.run([sys.executable, "-m", "deid_factory", "train", str(train_corpus / "train.spacy"),
+                          str(train_corpus / "dev.spacy"), "--config", str(config), "--out", str(tmp_path / "out"),
+                          "--max-epochs", "1", "--patience", "1", "--seed", "0"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads((tmp_path / "out" / "train_summary.json").read_text())["epochs_run"] == 1
     saved = (tmp_path / "out" / "model-best" / "config.cfg").read_text(encoding="utf-8")
     assert '@augmenters = "deid.scan_spacing.v1"' in saved
     code = ("import sys, spacy; nlp = spacy.load(sys.argv[1]); nlp('Paciente: Ana Gil, NHC 123.'); "
