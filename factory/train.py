@@ -196,6 +196,8 @@ def train_model(train_path: str | Path, dev_path: str | Path, config_path: str |
     from, pretrained with the same config; "" none."""
     from spacy.cli.train import train as spacy_train
 
+    from . import augment  # noqa: F401  registers the factory's augmenters, which a config's [corpora.train] may name
+
     config_path, out_dir = Path(config_path), Path(out_dir)
     if not config_path.exists():
         raise TrainError(f"{config_path}: training config not found (run `factory render-projects`)")
