@@ -109,7 +109,7 @@ def test_translate_without_the_extra_says_which_extra_to_install(translate_sourc
     placeholder_file(translate_source, placeholdered, "fr")
     without_argos = ("import sys; sys.modules['argostranslate'] = None; sys.argv[0] = 'factory'; "
                      "from deid_factory import main; main()")
-    code, printed = factory(["translate", placeholdered, tmp_path / "out.jsonl", "--source", "es", "--target", "fr",
+    code, printed = factory(["translate", placeholdered, tmp_path / "out.jsonl", "--source-lang", "es", "--lang", "fr",
                              "--no-progress"], code=without_argos)
     assert code == 1
     assert printed.strip() == ("error: Argos Translate is not installed: install the translate extra "
