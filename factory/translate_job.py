@@ -356,7 +356,7 @@ def translate_command(
     allow_network: bool = typer.Option(False, help="Lift the socket guard (not needed, not recommended)"),
     limit: int | None = typer.Option(None, help="Translate at most N more records, then stop (resume later)"),
     download: bool = typer.Option(False, help="If no route is installed, download it from the Argos index"),
-    if_no_route: str | None = typer.Option(None, "--if-no-route", help="fail (default), or skip: build on the records already in the target language"),
+    if_no_route: str | None = typer.Option(None, "--if-no-route", help="fail (default), or skip: build on the records already in --lang"),
     max_drop_rate: float = typer.Option(DEFAULT_MAX_DROP_RATE, "--max-drop-rate", min=0.0, max=1.0,
                                         help="Fail (exit 1, after writing the output and the report) when more than "
                                              "this share of the translated records is dropped; 1 never fails"),
