@@ -130,5 +130,13 @@ class BuildDecision:
 
 
 def read_build(path: str | Path | None) -> BuildDecision | None:
-    """The decision of `--build PATH` (None when no path was given)."""
-    return None if path is None else BuildDecision.read(path)
+    """The decision of a command's `--build PATH` (None when no path was given); a missing or bad
+    file is a bad --build option (one line naming the file, exit status 2)."""
+    if path is None:
+        return None
+    try:
+        return BuildDecision.read(path)
+    except (FileNotFoundError, BuildDecisionError) as err:
+        import typer
+
+        raise typer.BadParameter(str(err), param_hint="--build") from None

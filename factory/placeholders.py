@@ -363,7 +363,7 @@ def placeholder_command(
     try:
         decision = read_build(build)
         if decision is not None and lang:
-            raise ValueError("give --build or --lang, not both")
+            raise typer.BadParameter("give --build or --lang, not both", param_hint="--build")
         lang = decision.lang if decision is not None else lang or "fr"
         result = placeholder_file(in_path, out_path, lang, inventory, report)
     except (FileNotFoundError, RecordError, ValueError) as err:

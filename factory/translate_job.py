@@ -372,12 +372,12 @@ def translate_command(
         skipped_at_extract = None
         if decision is not None:
             if source_lang or lang or if_no_route:
-                raise ValueError("give --build or --source-lang/--lang/--if-no-route, not both")
+                raise typer.BadParameter("give --build or --source-lang/--lang/--if-no-route, not both", param_hint="--build")
             source_lang, lang, if_no_route = decision.source_lang, decision.lang, decision.if_no_route
             if decision.translation_skipped:
                 skipped_at_extract = f"no Argos route {decision.source_lang} -> {decision.lang}"
         if not lang:
-            raise ValueError("give --build, or the language to translate into (--lang)")
+            raise typer.BadParameter("give --build, or the language to translate into (--lang)", param_hint="--lang")
         source_lang = source_lang or lang
         options = TranslateOptions(
             source_lang, lang, packages_dir=packages_dir, workers=workers, device=device, report_path=report, argos_dir=argos_dir,

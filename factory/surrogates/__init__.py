@@ -431,7 +431,7 @@ def surrogate_command(
         decision = read_build(build)
         if decision is not None:
             if lang or native or as_written:
-                raise ValueError("give --build or --lang/--native/--as-written, not both")
+                raise typer.BadParameter("give --build or --lang/--native/--as-written, not both", param_hint="--build")
             lang, native, as_written = decision.lang, decision.native, decision.as_written
         lang = lang or "fr"
         if native and as_written:
