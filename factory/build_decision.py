@@ -129,6 +129,13 @@ class BuildDecision:
         return cls.from_dict(data, where=str(path))
 
 
+def languages_of(source_lang: str | None, lang: str | None, default: str = "es") -> tuple[str, str]:
+    """(source language, build language) of a command run without --build: each defaults to the
+    other, both to `default` (the embedded corpus' language)."""
+    source_lang = source_lang or lang or default
+    return source_lang, lang or source_lang
+
+
 def read_build(path: str | Path | None) -> BuildDecision | None:
     """The decision of a command's `--build PATH` (None when no path was given); a missing or bad
     file is a bad --build option (one line naming the file, exit status 2)."""

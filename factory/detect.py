@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator
 import srsly
 import typer
 
-from .build_decision import read_build
+from .build_decision import languages_of, read_build
 from .records import Record, read_records, write_records, write_text_atomic
 
 DEFAULT_SEED = 0
@@ -140,7 +140,7 @@ def detect_command(
         if source_lang or lang or native:
             raise typer.BadParameter("give --build or --source-lang/--lang/--native, not both", param_hint="--build")
         source_lang, lang, native = decision.source_lang, decision.lang, decision.keeps_all
-    source_lang = source_lang or lang or "es"
+    source_lang, lang = languages_of(source_lang, lang)
     rep = detect(inp, out, source_lang, seed, min_prob, report, native, lang)
     verb = "would drop (kept: native notes)" if native else "dropped"
     languages = source_lang if not lang or lang == source_lang else f"{source_lang} (source), {lang} (build)"

@@ -27,9 +27,9 @@ from typing import Any, Iterable, Iterator
 import srsly
 import typer
 
-from .build_decision import IF_NO_ROUTE, BuildDecision
+from .build_decision import IF_NO_ROUTE, BuildDecision, languages_of
 from .readers import FORMATS, GENERATED_FORMATS, ReadReport, check_language, read_corpus
-from .records import Record, RecordError, validate_record, write_records, write_text_atomic
+from .records import Record, RecordError, all_or_nothing, validate_record, write_records, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 from .synth import read_synth  # noqa: F401  (registers the "synth" format with the readers)
 
@@ -169,16 +169,18 @@ def extract(inp: str | Path | None, fmt: str, source_lang: str, out: str | Path,
         chosen += list(checked(mix["records"], lang, f"corpora/synth/{lang}"))
     decision.records = {code: sum(r.lang == code for r in chosen) for code in decision.uses}
     report["build"] = decision.to_dict()
-    report["records_written"] = write_records(out, chosen)
-    if build_path:
-        decision.write(build_path)
     if source_used:
         report["reader"] = reader_report.to_dict()
         if reader_report.corpus is not None:
             report[fmt] = reader_report.corpus.to_dict()
     report["stats"] = summarize(per_record)
-    if report_path:
-        write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
+    # the records and the decision that says how to use them replace the earlier ones together
+    with all_or_nothing():
+        report["records_written"] = write_records(out, chosen)
+        if build_path:
+            decision.write(build_path)
+        if report_path:
+            write_text_atomic(report_path, srsly.json_dumps(report, indent=2))
     return report
 
 
@@ -258,7 +260,7 @@ def extract_command(
             write_text_atomic(report, srsly.json_dumps({"format": None, "input": None, "records_written": 0}, indent=2))
         typer.echo(f"no corpus given: wrote an empty {out}")
         return
-    source_lang = source_lang or lang or "es"
+    source_lang, lang = languages_of(source_lang, lang)
     from .argos_env import RouteMissing
 
     try:

@@ -353,7 +353,7 @@ def placeholder_command(
     out_path: Path = typer.Argument(..., help="Records with placeholders (JSONL, written atomically)"),
     build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` (gives --lang)"),
     lang: str | None = typer.Option(None, "--lang", help="Language of the build: its inventory languages/<lang>/placeholders.yml "
-                                    "is used (default: fr)"),
+                                    "is used"),
     report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
     inventory: Path | None = typer.Option(None, help="Another placeholder inventory file"),
 ) -> None:
@@ -364,7 +364,10 @@ def placeholder_command(
         decision = read_build(build)
         if decision is not None and lang:
             raise typer.BadParameter("give --build or --lang, not both", param_hint="--build")
-        lang = decision.lang if decision is not None else lang or "fr"
+        if decision is not None:
+            lang = decision.lang
+        elif not lang:
+            raise typer.BadParameter("give --build, or the language of the build (--lang)", param_hint="--lang")
         result = placeholder_file(in_path, out_path, lang, inventory, report)
     except (FileNotFoundError, RecordError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)

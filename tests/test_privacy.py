@@ -337,7 +337,7 @@ def test_broken_json_line_error_names_file_and_line_without_its_text(privacy_sou
     src, phi = privacy_source
     _append_line(src, '{"id": "es_9", "text": "Paciente Leocadia Ybarra Quintanilla, DNI 48213579J')
     for args, out in ((["detect", src, tmp_path / "d.jsonl"], tmp_path / "d.jsonl"),
-                      (["placeholder", src, tmp_path / "p.jsonl"], tmp_path / "p.jsonl"),
+                      (["placeholder", src, tmp_path / "p.jsonl", "--lang", "fr"], tmp_path / "p.jsonl"),
                       (["stats", src, "--out", tmp_path / "s.json"], tmp_path / "s.json")):
         code, printed = _factory(args, capsys)
         assert code == 1, args

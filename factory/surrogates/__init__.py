@@ -410,7 +410,7 @@ def surrogate_command(
     out_dir: Path = typer.Argument(..., help="Output folder: records.jsonl, train/dev/test.spacy, report.json"),
     build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` "
                                       "(gives --lang, --native and --as-written)"),
-    lang: str | None = typer.Option(None, "--lang", help="Language of the build (languages/<lang>/surrogates.yml; default: fr)"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the build (languages/<lang>/surrogates.yml)"),
     native: bool = typer.Option(False, "--native", help="The native path: train on --originals as annotated (surrogate copies only as --augment-share)"),
     as_written: bool = typer.Option(False, "--as-written", help="The records of --originals in --lang were written by the synthetic "
                                     "corpus: they keep their generated values"),
@@ -433,7 +433,8 @@ def surrogate_command(
             if lang or native or as_written:
                 raise typer.BadParameter("give --build or --lang/--native/--as-written, not both", param_hint="--build")
             lang, native, as_written = decision.lang, decision.native, decision.as_written
-        lang = lang or "fr"
+        if not lang:
+            raise typer.BadParameter("give --build, or the language of the build (--lang)", param_hint="--lang")
         if native and as_written:
             raise ValueError("--native and --as-written exclude each other (the notes are yours, or the generator's)")
         if (native or as_written) and originals is None:
