@@ -229,6 +229,40 @@ def pivot_of(target: str) -> str:
     return str(locale.raw.get("pivot_lang") or "en") if locale is not None else "en"
 
 
+def pairs_at_hand(packages_dir: str | Path | None, argos_dir: str | Path | None) -> set[tuple[str, str]]:
+    """The translation pairs `ArgosRoute.open` would find, read without importing Argos: the
+    .argosmodel files of packages_dir (which it installs first) and the packages already installed
+    in argos_dir. A folder that does not exist holds none."""
+    pairs: set[tuple[str, str]] = set()
+    if packages_dir and Path(packages_dir).is_dir():
+        for path in package_files(packages_dir):
+            metadata, _ = _package_members(path)
+            if metadata.get("type", "translate") == "translate":
+                pairs.add((str(metadata.get("from_code")), str(metadata.get("to_code"))))
+    if argos_dir and Path(argos_dir).is_dir():
+        for meta_file in sorted(Path(argos_dir).glob("*/metadata.json")):
+            try:
+                metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # not a package Argos could load either
+            if isinstance(metadata, dict) and metadata.get("type", "translate") == "translate":
+                pairs.add((str(metadata.get("from_code")), str(metadata.get("to_code"))))
+    return pairs
+
+
+def route_at_hand(source: str, target: str, packages_dir: str | Path | None, argos_dir: str | Path | None,
+                  pivot: str | None = None) -> list[str] | None:
+    """The route `ArgosRoute.open` would take with these folders (direct, else through the pivot),
+    or None (`missing_route_message` says what is missing)."""
+    pairs = pairs_at_hand(packages_dir, argos_dir)
+    pivot = pivot or pivot_of(target)
+    if (source, target) in pairs:
+        return [source, target]
+    if (source, pivot) in pairs and (pivot, target) in pairs:
+        return [source, pivot, target]
+    return None
+
+
 def missing_route_message(source: str, target: str, pivot: str, pairs: set[tuple[str, str]], packages_dir) -> str:
     """What is missing and the offline way to add it: the .argosmodel files into the language's
     assets/argos/ folder (the build's --packages-dir). The online ways come last, as such."""

@@ -158,7 +158,7 @@ def _retarget(text: str, start_from: str, lang: str) -> str:
     if re.search(r"^lang:", text, re.M):
         text = _set_top_level(text, "lang", lang)
     for old, new in ((f"languages/{start_from}/", f"languages/{lang}/"),
-                     (f"--target {start_from}", f"--target {lang}"), (f"`{start_from}`", f"`{lang}`")):
+                     (f"--lang {start_from}", f"--lang {lang}"), (f"`{start_from}`", f"`{lang}`")):
         text = text.replace(old, new)
     return text
 

@@ -351,14 +351,24 @@ def placeholder_file(
 def placeholder_command(
     in_path: Path = typer.Argument(..., help="Validated source records (JSONL)"),
     out_path: Path = typer.Argument(..., help="Records with placeholders (JSONL, written atomically)"),
-    target: str = typer.Option("fr", help="Target language: its inventory languages/<target>/placeholders.yml is used"),
+    build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` (gives --lang)"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the build: its inventory languages/<lang>/placeholders.yml "
+                                    "is used"),
     report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
     inventory: Path | None = typer.Option(None, help="Another placeholder inventory file"),
 ) -> None:
     """Replace every PHI entity by a persistent placeholder term (same entity -> same term)."""
+    from .build_decision import read_build
 
     try:
-        result = placeholder_file(in_path, out_path, target, inventory, report)
+        decision = read_build(build)
+        if decision is not None and lang:
+            raise typer.BadParameter("give --build or --lang, not both", param_hint="--build")
+        if decision is not None:
+            lang = decision.lang
+        elif not lang:
+            raise typer.BadParameter("give --build, or the language of the build (--lang)", param_hint="--lang")
+        result = placeholder_file(in_path, out_path, lang, inventory, report)
     except (FileNotFoundError, RecordError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
@@ -442,9 +452,9 @@ def calibrate(
 
 
 def calibrate_command(
-    source: str = typer.Option("es", help="Source language (its calibration_sentences are used)"),
-    target: str = typer.Option("fr", help="Target language"),
-    out: Path | None = typer.Option(None, help="Inventory to write (default languages/<target>/placeholders.yml)"),
+    source_lang: str = typer.Option("es", "--source-lang", help="Language of the source corpus (its calibration_sentences are used)"),
+    lang: str = typer.Option("fr", "--lang", help="Language of the build: the translation's target"),
+    out: Path | None = typer.Option(None, help="Inventory to write (default languages/<lang>/placeholders.yml)"),
     packages_dir: Path | None = typer.Option(None, help="Folder of .argosmodel files to install first"),
     min_survival: float = typer.Option(1.0, help="Keep terms that came back unchanged in at least this share of sentences"),
     argos_dir: Path | None = typer.Option(None, help="Where Argos installs packages (ARGOS_PACKAGES_DIR)"),
@@ -452,9 +462,9 @@ def calibrate_command(
 ) -> None:
     """Measure which placeholder candidates survive the installed Argos route and write the inventory."""
 
-    out = out or inventory_path(target)
+    out = out or inventory_path(lang)
     try:
-        result = calibrate(source, target, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir, beam_size=beam_size)
+        result = calibrate(source_lang, lang, out, packages_dir=packages_dir, min_survival=min_survival, argos_dir=argos_dir, beam_size=beam_size)
     except (RuntimeError, ValueError, OSError, yaml.YAMLError) as err:
         # route missing (RouteMissing), an engine error, a bad or missing inventory (ValueError, OSError,
         # YAMLError): one clear line, no traceback. Anything else is a bug and keeps its traceback.

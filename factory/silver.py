@@ -13,6 +13,11 @@ Filters, configured per locale in languages/<lc>/silver.yml (data, not code):
 By default (`apply_to: silver`) the span filters judge only spans with an annotator other than
 "gold", so gold spans of an annotated corpus are never removed. Each filter reports what it removed
 (counts and record ids with offsets, never text).
+
+In a build, `factory filter --build corpus/build.json` takes from the build decision (build_decision.py)
+the source language (whose silver.yml it reads), whether the build is native (the thresholds only
+report) and whether the records in the build's language were written by the synthetic corpus (the
+thresholds pass them: they exist to make the translation of a foreign corpus safer).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import srsly
 import typer
 from deid_runtime.text import fold
 
+from .build_decision import read_build
 from .locale import Locale
 from .records import Record, Span, read_records, read_yaml_mapping, trim_span, write_records, write_text_atomic
 from .stats import apply_thresholds, corpus_stats
@@ -130,35 +136,39 @@ def apply_span_filters(records: Iterable[Record], cfg: dict[str, Any], apply_to:
         yield record
 
 
-def filter_records(inp: str | Path, out: str | Path, locale: str, k_std: float | None = None, max_names: int | None = None,
+def filter_records(inp: str | Path, out: str | Path, source_lang: str, k_std: float | None = None, max_names: int | None = None,
                    min_spans: int | None = None, apply_to: str | None = None,
-                   report_path: str | Path | None = None, keep_all: bool = False) -> dict[str, Any]:
-    """Silver span filters, then the statistic thresholds (defaults from silver.yml); write atomically.
+                   report_path: str | Path | None = None, keep_all: bool = False, lang: str | None = None,
+                   as_written: bool = False) -> dict[str, Any]:
+    """Silver span filters (languages/<source_lang>/silver.yml), then the statistic thresholds
+    (defaults from silver.yml); write atomically.
 
     keep_all (the native path): the thresholds only report which records they would remove. They
     exist to make machine translation of a foreign corpus safer (the thesis' mean +- 1 std, at most
-    10 names), and must not thin out the user's own annotated notes."""
-    cfg = load_silver_config(locale)
+    10 names), and must not thin out the user's own annotated notes.
+    as_written: the records in `lang` (the build's language) were written by the synthetic corpus:
+    nothing is translated or surrogate-replaced there, so the thresholds pass them."""
+    cfg = load_silver_config(source_lang)
     th = cfg["thresholds"]
     k_std = float(th.get("k_std", 2.0)) if k_std is None else k_std
     max_names = th.get("max_names", 10) if max_names is None else max_names
     min_spans = int(th.get("min_spans", 0)) if min_spans is None else min_spans
     names_label = th.get("names_label", "PERSON")
-    report: dict[str, Any] = {"locale": locale, "config": cfg["_path"]}
+    report: dict[str, Any] = {"source_lang": source_lang, "config": cfg["_path"]}
     filtered = list(apply_span_filters(read_records(inp), cfg, apply_to, report))
     before = corpus_stats(filtered, names_label)["summary"]
-    # the thresholds make machine translation safer: records already in the target language (the
-    # native synthetic notes of a mixed build) are not translated and keep their place
-    native = [r for r in filtered if r.meta.get("native_synth")]
-    to_translate = [r for r in filtered if not r.meta.get("native_synth")]
-    kept, th_report = apply_thresholds(to_translate, k_std if k_std >= 0 else None, max_names if max_names >= 0 else None,
+    def passes(record: Record) -> bool:
+        return as_written and lang is not None and record.lang == lang
+
+    judged = [r for r in filtered if not passes(r)]
+    kept, th_report = apply_thresholds(judged, k_std if k_std >= 0 else None, max_names if max_names >= 0 else None,
                                        names_label, min_spans)
     th_report["report_only"] = keep_all
-    th_report["native_synth_kept"] = len(native)
+    th_report["as_written_kept"] = len(filtered) - len(judged)
     if keep_all:
-        kept = to_translate
+        kept = judged
     kept_ids = {id(r) for r in kept}
-    kept = [r for r in filtered if id(r) in kept_ids or r.meta.get("native_synth")]  # input order
+    kept = [r for r in filtered if id(r) in kept_ids or passes(r)]  # input order
     write_records(out, kept)
     report["thresholds"] = th_report
     report["records_read"] = len(filtered)
@@ -217,14 +227,14 @@ def annotate(records: Iterable[Record], annotator: str, report: dict[str, Any] |
         yield record
 
 
-def silver(inp: str | Path, out: str | Path, annotator: str, locale: str | None = None,
+def silver(inp: str | Path, out: str | Path, annotator: str, lang: str | None = None,
            report_path: str | Path | None = None) -> dict[str, Any]:
-    """Annotate with `annotator`, then (when `locale` is given) run the silver span filters."""
+    """Annotate with `annotator`, then (when `lang` is given) run the silver span filters of languages/<lang>/silver.yml."""
     report: dict[str, Any] = {"annotation": {}}
     records: Iterable[Record] = annotate(read_records(inp), annotator, report["annotation"])
-    if locale:
+    if lang:
         report["filters"] = {}
-        records = apply_span_filters(records, load_silver_config(locale), "silver", report["filters"])
+        records = apply_span_filters(records, load_silver_config(lang), "silver", report["filters"])
     write_records(out, records)
     report["annotation"]["labels"] = dict(sorted(report["annotation"]["labels"].items()))
     if report_path:
@@ -237,11 +247,11 @@ def silver_command(
     inp: Path = typer.Argument(..., help="Input JSONL of records (annotated or not)"),
     out: Path = typer.Argument(..., help="Output JSONL with silver spans"),
     annotator: str = typer.Option(..., "--annotator", help="regex:<lc> (regex pack alone) or a spaCy pipeline (deid_es)"),
-    locale: str | None = typer.Option(None, "--locale", help="Also run the silver span filters of languages/<locale>/silver.yml"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the records: also run the silver span filters of languages/<lang>/silver.yml"),
     report: Path | None = typer.Option(None, "--report", help="Write the report (JSON) here"),
 ) -> None:
     """Pre-annotate records with an existing annotator to make a silver standard."""
-    rep = silver(inp, out, annotator, locale, report)
+    rep = silver(inp, out, annotator, lang, report)
     a = rep["annotation"]
     typer.echo(f"{annotator}: {a['spans_added']} spans added to {a['records']} records {a['labels']}")
 
@@ -249,23 +259,33 @@ def silver_command(
 def filter_command(
     inp: Path = typer.Argument(..., help="Input JSONL of records"),
     out: Path = typer.Argument(..., help="Output JSONL of the records kept"),
-    locale: str = typer.Option(..., "--locale", help="Locale whose languages/<locale>/silver.yml configures the filters"),
+    build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` "
+                                      "(gives --source-lang, --lang, --native and --as-written)"),
+    source_lang: str | None = typer.Option(None, "--source-lang", help="Language of the source records: its languages/<lc>/silver.yml "
+                                           "configures the filters (default: --lang)"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the build (default: --source-lang)"),
+    native: bool = typer.Option(False, "--native", help="The thresholds only report (the native path: your annotated notes are all kept)"),
+    as_written: bool = typer.Option(False, "--as-written", help="The records in --lang were written by the synthetic corpus: "
+                                    "the thresholds pass them"),
     k_std: float | None = typer.Option(None, "--k-std", help="Keep lengths within mean +- k std (default from silver.yml; <0: no limit)"),
     max_names: int | None = typer.Option(None, "--max-names", help="Keep records with at most this many names (default from silver.yml; <0: no limit)"),
     min_spans: int | None = typer.Option(None, "--min-spans", help="Keep records with at least this many spans (default from silver.yml)"),
     apply_to: str | None = typer.Option(None, "--apply-to", help="Spans the silver filters judge: silver (default) or all"),
     report: Path | None = typer.Option(None, "--report", help="Write the report (JSON) here"),
-    native: str = typer.Option("no", "--native", help="yes: thresholds only report (annotated notes of the target language are all kept); auto: yes unless --source-format is synth"),
-    source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
-    target: str = typer.Option("", "--target", help="Target language of the build (for --native auto; default LOCALE)"),
 ) -> None:
     """Silver filters (street suffixes, eponymous diseases) and corpus-statistic thresholds."""
-    from .extract import resolve_native
-
-    keep_all = resolve_native(native, source_format, locale, target or locale)
-    rep = filter_records(inp, out, locale, k_std, max_names, min_spans, apply_to, report, keep_all)
+    decision = read_build(build)
+    if decision is not None:
+        if source_lang or lang or native or as_written:
+            raise typer.BadParameter("give --build or --source-lang/--lang/--native/--as-written, not both", param_hint="--build")
+        source_lang, lang, native, as_written = decision.source_lang, decision.lang, decision.keeps_all, decision.as_written
+    source_lang = source_lang or lang
+    if not source_lang:
+        raise typer.BadParameter("give --build, or the language of the records (--source-lang or --lang)", param_hint="--source-lang")
+    rep = filter_records(inp, out, source_lang, k_std, max_names, min_spans, apply_to, report, native, lang or source_lang, as_written)
     th = rep["thresholds"]
-    verb = "would remove (report only: native notes)" if keep_all else "removed"
+    verb = "would remove (report only: native notes)" if native else "removed"
     typer.echo(f"street filter removed {rep['street_filter']['spans_removed']} spans, eponym filter "
                f"{rep['eponym_filter']['spans_removed']}; thresholds {verb} {th['removed_length']} (length), "
-               f"{th['removed_max_names']} (names), {th['removed_min_spans']} (spans); kept {rep['records_kept']} of {rep['records_read']}")
+               f"{th['removed_max_names']} (names), {th['removed_min_spans']} (spans); kept {rep['records_kept']} of {rep['records_read']}"
+               + (f" ({th['as_written_kept']} synthetic {lang} records passed as written)" if th["as_written_kept"] else ""))

@@ -53,7 +53,9 @@ class TranslateOptions:
     max_drop_rate: when given, DropRateExceeded is raised (after the output and the report are
     written) if more than this share of the translated records were dropped (`drop_rate` in the
     report; records passed through unchanged do not count).
-    limit: translate at most this many more records, then stop (a later run resumes)."""
+    limit: translate at most this many more records, then stop (a later run resumes).
+    skipped_at_extract: why the build decided at extract not to translate (no route): the
+    source records were not extracted, so only records already in the target come here."""
 
     source: str
     target: str
@@ -71,6 +73,7 @@ class TranslateOptions:
     if_no_route: str = "fail"
     max_drop_rate: float | None = None
     scheduler: str | None = None  # a Dask scheduler address: run the workers there (then `workers` is unused)
+    skipped_at_extract: str | None = None
 
     def __post_init__(self) -> None:
         if self.if_no_route not in ("fail", "skip"):
@@ -215,6 +218,8 @@ def translate_file(in_path: str | Path, out_path: str | Path, options: Translate
         native, todo = todo, []
         report["translation"] = "skipped (source == target)"
     else:
+        if opts.skipped_at_extract:
+            report["translation"] = f"skipped at extract: {opts.skipped_at_extract}"
         native = [r for r in todo if r.lang == target]
         todo = [r for r in todo if r.lang != target]
         report["native_passed_through"] = len(native)
@@ -318,6 +323,9 @@ def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
     return {
         "records_in": total,
         "resumed_from": resumed,
+        # translated: sent to Argos and written (whole or repaired); passed_through: already in the target
+        "translated": sum(n for m, n in methods.items() if m != "skipped"),
+        "passed_through": methods.get("skipped", 0),
         "kept": methods.get("record", 0) + methods.get("skipped", 0),
         "repaired": sum(n for m, n in methods.items() if m not in ("record", "skipped")),
         "repaired_by": {m: n for m, n in methods.items() if m not in ("record", "skipped")},
@@ -332,8 +340,10 @@ def _summarise(out_path: Path, total: int, resumed: int) -> dict[str, Any]:
 def translate_command(
     in_path: Path = typer.Argument(..., help="Placeholder records (JSONL) from `factory placeholder`"),
     out_path: Path = typer.Argument(..., help="Translated records (JSONL); an existing file is resumed"),
-    source: str = typer.Option("es", help="Source language of the records"),
-    target: str = typer.Option("fr", help="Target language (equal to --source: pass-through, no Argos)"),
+    build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` "
+                                      "(gives --source-lang, --lang and --if-no-route)"),
+    source_lang: str | None = typer.Option(None, "--source-lang", help="Language of the source records (default: --lang: pass-through, no Argos)"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the build: the translation's target"),
     packages_dir: Path | None = typer.Option(None, help="Folder of .argosmodel files to install first"),
     workers: int = typer.Option(1, help="Translation worker processes: more than 1 starts a local Dask cluster"),
     scheduler: str | None = typer.Option(None, help="Address of a running Dask scheduler (tcp://host:8786): translate on its workers"),
@@ -341,12 +351,12 @@ def translate_command(
     report: Path | None = typer.Option(None, help="Write the stage report (JSON) here"),
     argos_dir: Path | None = typer.Option(None, help="Where Argos installs packages (ARGOS_PACKAGES_DIR)"),
     beam_size: int | None = typer.Option(None, help="Beam size (ARGOS_BEAM_SIZE; Argos default 4)"),
-    pivot: str | None = typer.Option(None, help="Pivot language (default: pivot_lang of languages/<target>/locale.yml)"),
+    pivot: str | None = typer.Option(None, help="Pivot language (default: pivot_lang of languages/<lang>/locale.yml)"),
     progress: bool = typer.Option(True, help="Show a progress bar (records/s)"),
     allow_network: bool = typer.Option(False, help="Lift the socket guard (not needed, not recommended)"),
     limit: int | None = typer.Option(None, help="Translate at most N more records, then stop (resume later)"),
     download: bool = typer.Option(False, help="If no route is installed, download it from the Argos index"),
-    if_no_route: str = typer.Option("fail", "--if-no-route", help="fail, or skip: build on the records already in the target language"),
+    if_no_route: str | None = typer.Option(None, "--if-no-route", help="fail (default), or skip: build on the records already in --lang"),
     max_drop_rate: float = typer.Option(DEFAULT_MAX_DROP_RATE, "--max-drop-rate", min=0.0, max=1.0,
                                         help="Fail (exit 1, after writing the output and the report) when more than "
                                              "this share of the translated records is dropped; 1 never fails"),
@@ -355,12 +365,25 @@ def translate_command(
 
     Only translation-engine errors drop a record; any other error stops the stage with one line
     naming the record id (exit 1), keeping what was written: fix it and run again to resume."""
+    from .build_decision import read_build
 
     try:
+        decision = read_build(build)
+        skipped_at_extract = None
+        if decision is not None:
+            if source_lang or lang or if_no_route:
+                raise typer.BadParameter("give --build or --source-lang/--lang/--if-no-route, not both", param_hint="--build")
+            source_lang, lang, if_no_route = decision.source_lang, decision.lang, decision.if_no_route
+            if decision.translation_skipped:
+                skipped_at_extract = f"no Argos route {decision.source_lang} -> {decision.lang}"
+        if not lang:
+            raise typer.BadParameter("give --build, or the language to translate into (--lang)", param_hint="--lang")
+        source_lang = source_lang or lang
         options = TranslateOptions(
-            source, target, packages_dir=packages_dir, workers=workers, device=device, report_path=report, argos_dir=argos_dir,
+            source_lang, lang, packages_dir=packages_dir, workers=workers, device=device, report_path=report, argos_dir=argos_dir,
             beam_size=beam_size, pivot=pivot, progress=progress, allow_network=allow_network, limit=limit, download=download,
-            if_no_route=if_no_route, max_drop_rate=max_drop_rate, scheduler=scheduler)
+            if_no_route=if_no_route or "fail", max_drop_rate=max_drop_rate, scheduler=scheduler,
+            skipped_at_extract=skipped_at_extract)
         result = translate_file(in_path, out_path, options)
     except KeyboardInterrupt:
         typer.echo(f"interrupted: finished records are in {out_path}; run the same command again to resume", err=True)
@@ -371,14 +394,21 @@ def translate_command(
     if result.get("skipped_no_route"):
         # one line: what was skipped and how to add translation (the route message names the packages)
         written = result["kept"] + result["repaired"]
-        typer.echo(f"translation skipped: {result['skipped_no_route']} {source} records not used, the build goes on with "
-                   f"the {written} native {target} records. To add them: {result['no_route']} "
-                   f"Then run the build again with --force.", err=True)
+        typer.echo(f"translation skipped: {result['skipped_no_route']} {source_lang} records not used, the build goes on with "
+                   f"the {written} native {lang} records. To add them: {result['no_route']} "
+                   f"Then run it again.", err=True)
         if not written:
-            typer.echo(f"error: no records left to build {target} from (no Argos route and no corpora/synth/{target}/)", err=True)
+            typer.echo(f"error: no records left to build {lang} from (no Argos route and no corpora/synth/{lang}/)", err=True)
             raise typer.Exit(1)
+    if source_lang == lang:
+        typer.echo(f"translate {source_lang} -> {lang}: nothing to translate, {result['passed_through']} records passed through "
+                   f"({result['resumed_from']} already done)")
+        return
+    why = f"; translation skipped at extract ({skipped_at_extract})" if skipped_at_extract else ""
     typer.echo(
-        f"translate {source} -> {target}: {result['kept']} kept, {result['repaired']} repaired "
-        f"{result['repaired_by']}, {result['dropped']} dropped {result['dropped_by_reason']} "
-        f"of {result['records_in']} records ({result['resumed_from']} already done)"
+        f"translate {source_lang} -> {lang}: {result['translated']} translated"
+        + (f" ({result['repaired']} of them repaired {result['repaired_by']})" if result["repaired"] else "")
+        + f", {result['dropped']} dropped {result['dropped_by_reason']}, "
+        f"{result['passed_through']} passed through (already in {lang}) of {result['records_in']} records "
+        f"({result['resumed_from']} already done){why}"
     )

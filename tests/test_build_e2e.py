@@ -247,8 +247,9 @@ def test_small_fr_build_through_the_pivot(tmp_path):
 
 
 def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
-    """`spacy project run build fr` on a machine with no Argos package: translation is skipped with
-    one line saying how to add it, and deid_fr is built from the French synthetic corpus alone."""
+    """`spacy project run build fr` on a machine with no Argos package: extract decides that
+    translation is skipped, does not extract the Spanish source and says so in one line with how to
+    add it, and deid_fr is built from the French synthetic corpus alone."""
     project = _copy_project("fr", tmp_path)
     site = tmp_path / "site"
     prefix, env, attempts = network_isolation(tmp_path, {**os.environ, **FACTORY_ROOT, "PIP_TARGET": str(site)})
@@ -256,9 +257,10 @@ def test_fr_build_without_a_route_uses_the_native_corpus(tmp_path):
     metrics = _check_build(project, "fr")
     skipped = [line for line in printed.splitlines() if line.startswith("translation skipped")]
     report = json.loads((project / "corpus" / "translate_report.json").read_text())
-    assert len(skipped) == 1 and f"{report['skipped_no_route']} es records not used" in skipped[0] and "assets/argos" in skipped[0]
-    assert report["skipped_no_route"] >= 20 and report["native_passed_through"] == 24  # the filter may drop a source record
+    assert len(skipped) == 1 and "the es source records are not extracted" in skipped[0] and "assets/argos" in skipped[0]
+    assert report["translated"] == 0 and report["passed_through"] == report["records_in"] == 24
     assert json.loads((project / "corpus" / "extract_report.json").read_text())["native_synth"]["records"] == 24
+    assert json.loads((project / "corpus" / "build.json").read_text())["uses"] == {"es": "skipped", "fr": "as_written"}
     assert metrics["systems"]["combined"]["strict"]["micro"]["n_gold"] > 0
     assert not attempts.exists()
     assert_kernel_has_no_route_out(prefix, env)

@@ -102,6 +102,42 @@ def test_help_is_not_cut_at_80_columns_and_lists_commands_in_pipeline_order():
                            "package", "install-wheel", "redact"]
 
 
+# spellings that name a language in other tools; here a language option is --lang or --source-lang
+OTHER_LANGUAGE_SPELLINGS = {"--target", "--source", "--locale", "--target-lang", "--tgt", "--src", "--language",
+                            "--source-language", "--target-language", "--from", "--to"}
+
+
+def test_every_command_names_the_same_language_the_same_way():
+    """One name per concept (docs/architecture.md, "Option names"): the language a command works
+    for (the build's, the pipeline's, the corpus') is --lang in every command, and where a command
+    also handles a source corpus in another language, that one is --source-lang, never --target,
+    --source or --locale (which once meant the source at one stage and the target at another)."""
+    import typer.main
+
+    from deid_factory.cli import app
+
+    group = typer.main.get_command(app)
+    with_source = []
+    for name, command in group.commands.items():
+        options = {opt: param for param in command.params if param.param_type_name == "option"
+                   for opt in [*param.opts, *param.secondary_opts]}
+        assert not set(options) & OTHER_LANGUAGE_SPELLINGS, (name, sorted(set(options) & OTHER_LANGUAGE_SPELLINGS))
+        for opt, param in options.items():
+            text = param.help or ""
+            if re.search(r"\b(target|source) language\b|^Language of the (build|source)", text, re.I):
+                assert opt in ("--lang", "--source-lang"), (name, opt, text)  # a language by another name
+        if "--lang" in options:
+            assert options["--lang"].name == "lang"
+        if "--source-lang" in options:
+            with_source.append(name)
+            assert options["--source-lang"].name == "source_lang"
+            assert "--lang" in options, name  # a source language is always beside the build's
+            assert options["--source-lang"].help.startswith("Language of the source"), name
+            assert options["--lang"].help.startswith("Language of the build"), name
+    # the commands of a build that see both languages
+    assert set(with_source) == {"extract", "detect", "filter", "calibrate", "translate"}
+
+
 def test_translate_without_the_extra_says_which_extra_to_install(translate_source, tmp_path):
     from deid_factory.placeholders import placeholder_file
 
@@ -109,7 +145,7 @@ def test_translate_without_the_extra_says_which_extra_to_install(translate_sourc
     placeholder_file(translate_source, placeholdered, "fr")
     without_argos = ("import sys; sys.modules['argostranslate'] = None; sys.argv[0] = 'factory'; "
                      "from deid_factory import main; main()")
-    code, printed = factory(["translate", placeholdered, tmp_path / "out.jsonl", "--source", "es", "--target", "fr",
+    code, printed = factory(["translate", placeholdered, tmp_path / "out.jsonl", "--source-lang", "es", "--lang", "fr",
                              "--no-progress"], code=without_argos)
     assert code == 1
     assert printed.strip() == ("error: Argos Translate is not installed: install the translate extra "

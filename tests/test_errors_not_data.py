@@ -94,7 +94,7 @@ def test_programming_error_stops_the_stage_naming_the_record(argos_home, argos_p
     ph = _placeholders(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
     text = _break_one_record(monkeypatch, ph, "t3", TypeError)
-    args = ["translate", str(ph), str(out), "--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]),
+    args = ["translate", str(ph), str(out), "--source-lang", "es", "--lang", "fr", "--packages-dir", str(argos_packages["pivot"]),
             "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1
@@ -157,7 +157,7 @@ def test_drop_rate_above_the_threshold_fails_after_writing_the_report(argos_home
 
 def test_cli_max_drop_rate(argos_home, short_package, translate_source, tmp_path):
     ph = _placeholders(translate_source, tmp_path)
-    base = ["translate", str(ph), "--source", "es", "--target", "fr", "--packages-dir", str(short_package), "--beam-size", "1",
+    base = ["translate", str(ph), "--source-lang", "es", "--lang", "fr", "--packages-dir", str(short_package), "--beam-size", "1",
             "--no-progress"]
     failed = CliRunner().invoke(app, base[:2] + [str(tmp_path / "a.jsonl")] + base[2:] + ["--argos-dir", str(tmp_path / "argos"),
                                                                                         "--report", str(tmp_path / "a.json")])

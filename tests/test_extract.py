@@ -42,7 +42,7 @@ def test_extract_synth_then_detect_filter_stats(tmp_path):
     res = _run("detect", tmp_path / "ex.jsonl", tmp_path / "det.jsonl", "--lang", "es", "--report", tmp_path / "det.json")
     assert res.exit_code == 0, res.output
     assert srsly.read_json(tmp_path / "det.json")["records_kept"] == 120
-    res = _run("filter", tmp_path / "det.jsonl", tmp_path / "filt.jsonl", "--locale", "es", "--k-std", "2.0", "--max-names", "10",
+    res = _run("filter", tmp_path / "det.jsonl", tmp_path / "filt.jsonl", "--source-lang", "es", "--k-std", "2.0", "--max-names", "10",
                "--report", tmp_path / "filt.json")
     assert res.exit_code == 0, res.output
     kept = _valid(tmp_path / "filt.jsonl")

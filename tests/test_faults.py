@@ -94,7 +94,7 @@ def test_full_disk_during_placeholder_keeps_the_earlier_output(faults_source, tm
     out, report = out_dir / "ph.jsonl", out_dir / "ph_report.json"
     placeholder_file(src, out, "fr", report_path=report)
     before = _snapshot(out_dir)
-    ret = _factory_on_full_disk(["placeholder", src, out, "--target", "fr", "--report", report], out_dir,
+    ret = _factory_on_full_disk(["placeholder", src, out, "--lang", "fr", "--report", report], out_dir,
                                 budget=len(before["ph.jsonl"]) // 2, tmp_path=tmp_path)
     _assert_one_line_error(ret, out, "No space left on device", phi)
     assert _snapshot(out_dir) == before
@@ -114,7 +114,7 @@ def test_full_disk_during_surrogate_keeps_docbins_records_and_report(faults_sour
     before = _snapshot(out_dir)
     assert {"train.spacy", "dev.spacy", "test.spacy", "records.jsonl", "report.json"} <= set(before)
     docbins = sum(len(before[f"{k}.spacy"]) for k in ("train", "dev", "test"))
-    ret = _factory_on_full_disk(["surrogate", work / "tr.jsonl", out_dir, "--target", "es", "--seed", "1"], out_dir,
+    ret = _factory_on_full_disk(["surrogate", work / "tr.jsonl", out_dir, "--lang", "es", "--seed", "1"], out_dir,
                                 budget=docbins + len(before["records.jsonl"]) // 2, tmp_path=tmp_path)
     _assert_one_line_error(ret, out_dir / "records.jsonl", "No space left on device", phi)
     assert _snapshot(out_dir) == before
@@ -201,7 +201,7 @@ def test_full_disk_while_translate_appends_keeps_whole_records_and_resumes(fault
     earlier = out.read_bytes()
     assert earlier == b"".join(lines[:2])
     # room for the third record and half of the fourth
-    ret = _factory_on_full_disk(["translate", src, out, "--source", "es", "--target", "es", "--no-progress"], out_dir,
+    ret = _factory_on_full_disk(["translate", src, out, "--source-lang", "es", "--lang", "es", "--no-progress"], out_dir,
                                 budget=len(lines[2]) + len(lines[3]) // 2, tmp_path=tmp_path)
     _assert_one_line_error(ret, out, "No space left on device", phi)
     assert out.read_bytes() == b"".join(lines[:3])  # no partial fourth line
@@ -252,9 +252,9 @@ def _run_factory_in_process(args, capsys) -> tuple[int, str]:
 
 def _stage_args(stage: str, src: Path, ready: dict[str, Path], out: Path) -> list:
     return {
-        "placeholder": ["placeholder", src, out / "ph.jsonl", "--target", "fr"],
-        "translate": ["translate", src, out / "tr.jsonl", "--source", "es", "--target", "es", "--no-progress"],
-        "surrogate": ["surrogate", ready["tr"], out, "--target", "es"],
+        "placeholder": ["placeholder", src, out / "ph.jsonl", "--lang", "fr"],
+        "translate": ["translate", src, out / "tr.jsonl", "--source-lang", "es", "--lang", "es", "--no-progress"],
+        "surrogate": ["surrogate", ready["tr"], out, "--lang", "es"],
         "stats": ["stats", src, "--out", out / "stats.json"],
     }[stage]
 
@@ -346,7 +346,7 @@ def test_translate_killed_three_times_at_random_points_resumes_to_the_same_outpu
     write_records(src, copies + list(read_records(tmp_path / "lossy_src.jsonl")))
     ph = _placeholders(src, tmp_path)
     n = sum(1 for _ in read_records(ph))
-    common = ["--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["lossy"]), "--beam-size", "1",
+    common = ["--source-lang", "es", "--lang", "fr", "--packages-dir", str(argos_packages["lossy"]), "--beam-size", "1",
               "--no-progress", "--argos-dir", str(tmp_path / "argos"),
               # the lossy package drops records on purpose: resuming, not the drop-rate gate, is tested here
               "--max-drop-rate", "1"]

@@ -1,5 +1,6 @@
 """A build for another language mixes the translated source with the target's own synthetic corpus
-(corpora/synth/<target>/), and without an installed Argos route builds on the native part alone."""
+(corpora/synth/<target>/), and without an installed Argos route builds on the native part alone
+(decided at extract: the source is then not extracted at all)."""
 
 from __future__ import annotations
 
@@ -24,31 +25,36 @@ def _source(tmp_path, lang: str = "fr", n: int = 4):
 
 def test_extract_mixes_the_targets_own_synthetic_corpus(tmp_path):
     src = _source(tmp_path)
-    rep = extract(src, "jsonl", "fr", tmp_path / "half.jsonl", target="es", native_share=0.5)
+    rep = extract(src, "jsonl", "fr", tmp_path / "half.jsonl", lang="es", native_share=0.5)
     half = list(read_records(tmp_path / "half.jsonl"))
     assert rep["native_synth"] == {"share": 0.5, "records": 4, "source_records": 4}
     assert sorted(r.lang for r in half) == ["es"] * 4 + ["fr"] * 4
-    assert all(r.meta.get("native_synth") for r in half if r.lang == "es")
     assert all(r.spans for r in half)
+    # which records are which is the build's decision (the record's language), not a mark on the record
+    assert rep["build"]["uses"] == {"fr": "translate", "es": "as_written"} and rep["build"]["records"] == {"fr": 4, "es": 4}
+    assert not any("native_synth" in r.meta or "native" in r.meta for r in half)
 
-    quarter = extract(src, "jsonl", "fr", tmp_path / "q.jsonl", target="es", native_share=0.2)
+    quarter = extract(src, "jsonl", "fr", tmp_path / "q.jsonl", lang="es", native_share=0.2)
     assert quarter["native_synth"]["records"] == 1  # 4 source records * 0.2 / 0.8
 
-    only = extract(src, "jsonl", "fr", tmp_path / "only.jsonl", target="es", native_share=1.0, n=6)
+    only = extract(src, "jsonl", "fr", tmp_path / "only.jsonl", lang="es", native_share=1.0, n=6)
     assert [r.lang for r in read_records(tmp_path / "only.jsonl")] == ["es"] * 6
+    assert only["build"]["uses"]["fr"] == "skipped" and "reader" not in only  # the source is not even read
 
-    none = extract(src, "jsonl", "fr", tmp_path / "none.jsonl", target="xx", native_share=0.5)
+    none = extract(src, "jsonl", "fr", tmp_path / "none.jsonl", lang="xx", native_share=0.5)
     assert none["native_synth"]["records"] == 0 and "corpora/synth/xx" in none["native_synth"]["reason"]
-    assert none["records_written"] == 4
-    same = extract(src, "jsonl", "fr", tmp_path / "same.jsonl", target="fr", native_share=0.5)
+    assert none["records_written"] == 4 and "corpora/synth/xx" in none["build"]["skipped"][0]["why"]
+    same = extract(src, "jsonl", "fr", tmp_path / "same.jsonl", lang="fr", native_share=0.5)
     assert "native_synth" not in same  # a build in the source's own language has nothing to mix
     with pytest.raises(ValueError, match="between 0 and 1"):
-        extract(src, "jsonl", "fr", tmp_path / "bad.jsonl", target="es", native_share=1.5)
+        extract(src, "jsonl", "fr", tmp_path / "bad.jsonl", lang="es", native_share=1.5)
 
 
 def test_translate_passes_native_records_through_and_skips_without_a_route(tmp_path):
+    """translate alone (its route not decided at extract: extract was not told where the packages
+    are) still skips the source without a route, with --if-no-route skip."""
     src = _source(tmp_path)
-    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", lang="es", native_share=0.5)
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
     empty = tmp_path / "no_packages"
     empty.mkdir()
@@ -72,10 +78,10 @@ def test_translate_cli_says_in_one_line_that_translation_was_skipped(tmp_path):
     from deid_factory.cli import app
 
     src = _source(tmp_path)
-    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", lang="es", native_share=0.5)
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
     (tmp_path / "pk").mkdir()
-    args = ["translate", str(tmp_path / "ph.jsonl"), str(tmp_path / "tr.jsonl"), "--source", "fr", "--target", "es",
+    args = ["translate", str(tmp_path / "ph.jsonl"), str(tmp_path / "tr.jsonl"), "--source-lang", "fr", "--lang", "es",
             "--packages-dir", str(tmp_path / "pk"), "--argos-dir", str(tmp_path / "argos"), "--no-progress", "--if-no-route", "skip"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
@@ -96,7 +102,7 @@ def test_native_records_pass_through_an_installed_route(argos_home, argos_packag
     the fr record of the mix is written as it is, never sent to Argos."""
     text = "Paciente Ana Ruiz, ingresa el 3 de marzo."
     es = [Record(f"es-{i}", "es", text, [Span(9, 17, "PERSON"), Span(30, 40, "DATE")], {}) for i in range(2)]
-    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {"native_synth": True})
+    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {})
     write_records(tmp_path / "mixed.jsonl", [*es, fr])
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "fr")
     report = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("es", "fr", packages_dir=argos_packages["pivot"],
@@ -114,7 +120,7 @@ def test_a_run_without_the_route_removes_what_an_earlier_run_translated(argos_ho
     the native records, so the records translated before must not stay in the corpus as if native."""
     text = "Paciente Ana Ruiz, ingresa el 3 de marzo."
     es = [Record(f"es-{i}", "es", text, [Span(9, 17, "PERSON"), Span(30, 40, "DATE")], {}) for i in range(3)]
-    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {"native_synth": True})
+    fr = Record("fr-0", "fr", "Patiente Anne Roux, vue le 3 mars.", [Span(9, 18, "PERSON"), Span(27, 33, "DATE")], {})
     write_records(tmp_path / "mixed.jsonl", [*es, fr])
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "fr")
     first = translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions(
@@ -136,16 +142,16 @@ def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tm
     from deid_factory.surrogates import surrogate_file
 
     src = _source(tmp_path, n=6)
-    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", target="es", native_share=0.5)
+    extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", lang="es", native_share=0.5)
     placeholder_file(tmp_path / "mixed.jsonl", tmp_path / "ph.jsonl", "es")
     (tmp_path / "pk").mkdir()
     translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("fr", "es", packages_dir=tmp_path / "pk",
                    argos_dir=tmp_path / "argos", progress=False, if_no_route="skip"))
-    generated = {r.id: r for r in read_records(tmp_path / "mixed.jsonl") if r.meta.get("native_synth")}
+    generated = {r.id: r for r in read_records(tmp_path / "mixed.jsonl") if r.lang == "es"}
     assert len(generated) == 6
 
     report = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final", "es", seed=1, splits="1,0,0",
-                            generated=tmp_path / "mixed.jsonl", source_lang="fr")
+                            generated=tmp_path / "mixed.jsonl")
     out = {r.id: r for r in read_records(tmp_path / "final" / "records.jsonl")}
     assert report["kept_as_generated"] == 6 and report["records_out"] == 6
     for rid, original in generated.items():
@@ -162,21 +168,21 @@ def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tm
 def test_a_same_language_synthetic_build_keeps_the_generated_values(tmp_path):
     from deid_factory.surrogates import surrogate_file
 
-    extract("-", "synth", "es", tmp_path / "ex.jsonl", n=8, seed=3, target="es")
+    rep = extract("-", "synth", "es", tmp_path / "ex.jsonl", n=8, seed=3, lang="es")
+    assert rep["build"]["uses"] == {"es": "as_written"} and rep["build"]["translation"] == "none"
     placeholder_file(tmp_path / "ex.jsonl", tmp_path / "ph.jsonl", "es")
     translate_file(tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", TranslateOptions("es", "es", progress=False))
     report = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final", "es", seed=1, splits="1,0,0",
-                            generated=tmp_path / "ex.jsonl", source_lang="es")
+                            generated=tmp_path / "ex.jsonl")
     originals = {r.id: r.text for r in read_records(tmp_path / "ex.jsonl")}
     out = list(read_records(tmp_path / "final" / "records.jsonl"))
     assert report["kept_as_generated"] == 8 and all(r.text == originals[r.id] for r in out)
-    assert all(r.meta.get("native_synth") for r in read_records(tmp_path / "ex.jsonl"))
-    # records of a source in another language (translated) are never kept as written
-    translated = []
-    for record in read_records(tmp_path / "tr.jsonl"):
-        record.meta.pop("native_synth")
-        translated.append(record)
-    write_records(tmp_path / "tr_other.jsonl", translated)
-    other = surrogate_file(tmp_path / "tr_other.jsonl", tmp_path / "final_fr", "es", seed=1, splits="1,0,0",
-                           generated=tmp_path / "ex.jsonl", source_lang="fr")
+    # records that were in another language before translation (here: the same notes marked fr)
+    # are translated ones: never kept as written
+    as_french = [r for r in read_records(tmp_path / "ex.jsonl")]
+    for record in as_french:
+        record.lang = "fr"
+    write_records(tmp_path / "ex_fr.jsonl", as_french)
+    other = surrogate_file(tmp_path / "tr.jsonl", tmp_path / "final_fr", "es", seed=1, splits="1,0,0",
+                           generated=tmp_path / "ex_fr.jsonl")
     assert other["kept_as_generated"] == 0

@@ -132,7 +132,7 @@ def test_find_placeholders_classifies(text, reason):
 
 def test_placeholder_file_and_cli(translate_source, tmp_path):
     out, report = tmp_path / "ph.jsonl", tmp_path / "ph_report.json"
-    result = CliRunner().invoke(app, ["placeholder", str(translate_source), str(out), "--target", "fr", "--report", str(report)])
+    result = CliRunner().invoke(app, ["placeholder", str(translate_source), str(out), "--lang", "fr", "--report", str(report)])
     assert result.exit_code == 0, result.output
     data = json.loads(report.read_text())
     records = list(read_records(out))
@@ -141,7 +141,7 @@ def test_placeholder_file_and_cli(translate_source, tmp_path):
     # bad input: a clear error naming file and line
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"id": "x", "text": "hola"}\nnot json\n')
-    bad = CliRunner().invoke(app, ["placeholder", str(broken), str(tmp_path / "o.jsonl"), "--target", "fr"])
+    bad = CliRunner().invoke(app, ["placeholder", str(broken), str(tmp_path / "o.jsonl"), "--lang", "fr"])
     assert bad.exit_code == 1 and "broken.jsonl:2" in bad.output
     assert not (tmp_path / "o.jsonl").exists()  # atomic: nothing half-written
 

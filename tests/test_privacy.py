@@ -337,7 +337,7 @@ def test_broken_json_line_error_names_file_and_line_without_its_text(privacy_sou
     src, phi = privacy_source
     _append_line(src, '{"id": "es_9", "text": "Paciente Leocadia Ybarra Quintanilla, DNI 48213579J')
     for args, out in ((["detect", src, tmp_path / "d.jsonl"], tmp_path / "d.jsonl"),
-                      (["placeholder", src, tmp_path / "p.jsonl"], tmp_path / "p.jsonl"),
+                      (["placeholder", src, tmp_path / "p.jsonl", "--lang", "fr"], tmp_path / "p.jsonl"),
                       (["stats", src, "--out", tmp_path / "s.json"], tmp_path / "s.json")):
         code, printed = _factory(args, capsys)
         assert code == 1, args
@@ -356,7 +356,7 @@ def test_bad_spans_are_reported_by_record_id_only(privacy_source, tmp_path, caps
     phi |= {"Remedios Escolástica Urquiza", "51672093V"}
     bad = Record("es_bad", "es", bad_text, [Span(9, 40, "PERSON"), Span(30, 57, "ID")], {})  # overlapping, off by a few
     write_records(src, list(read_records(src)) + [bad])
-    code, printed = _factory(["placeholder", src, tmp_path / "p.jsonl", "--target", "fr",
+    code, printed = _factory(["placeholder", src, tmp_path / "p.jsonl", "--lang", "fr",
                               "--report", tmp_path / "report.json"], capsys)
     assert code == 0
     assert [r.id for r in read_records(tmp_path / "p.jsonl")] == ["es_1", "es_2"]
@@ -371,7 +371,7 @@ def test_missing_route_and_unplaceholdered_input_errors_hold_no_phi(argos_home, 
 
     src, phi = privacy_source
     # records straight from extraction (no placeholders): refused, naming file, line and record
-    code, printed = _factory(["translate", src, tmp_path / "t.jsonl", "--source", "es", "--target", "fr"], capsys)
+    code, printed = _factory(["translate", src, tmp_path / "t.jsonl", "--source-lang", "es", "--lang", "fr"], capsys)
     assert code == 1 and f"{src}:1" in printed and "es_1" in printed
     assert leaked_phi(phi, printed + caplog.text) == []
     # placeholdered, but no Argos route installed: stops at once, names the missing packages
@@ -379,7 +379,7 @@ def test_missing_route_and_unplaceholdered_input_errors_hold_no_phi(argos_home, 
     placeholder_file(src, ph, "fr")
     empty = tmp_path / "no_packages"
     empty.mkdir()
-    code, printed = _factory(["translate", ph, tmp_path / "t.jsonl", "--source", "es", "--target", "fr",
+    code, printed = _factory(["translate", ph, tmp_path / "t.jsonl", "--source-lang", "es", "--lang", "fr",
                               "--packages-dir", empty, "--argos-dir", tmp_path / "argos"], capsys)
     assert code == 1 and "translate-es_en" in printed
     assert leaked_phi(phi, printed + caplog.text) == []

@@ -24,7 +24,7 @@ def test_rendered_project_has_build_workflow_with_deps_and_outputs():
     assert set(build) <= set(commands)
     for name in build[1:]:
         assert commands[name].get("deps"), f"{name} has no deps"
-    assert "--target ${vars.lang}" in commands["translate"]["script"][0]
+    assert "--build corpus/build.json" in commands["translate"]["script"][0]
     assert project["vars"]["lang"] == "fr" and project["vars"]["source_lang"] == "es"
     assert project["vars"]["n_records"] == 1000 and project["vars"]["seed"] == 13
     assert project["vars"]["gpu_id"] == -1 and project["vars"]["init"] == "blank"
@@ -76,13 +76,50 @@ def test_rendered_deps_follow_the_surrogate_data_and_synthetic_corpus(tmp_path):
     (languages / "fr" / "surrogate_data" / "hospitals_extra.txt").write_text("# new list\n", encoding="utf-8")
     assert "surrogate_data/hospitals_extra.txt" in deps("surrogate") and "surrogate_data/hospitals_extra.txt" in deps("package")
     shutil.rmtree(tmp_path / "corpora")
-    assert deps("extract") == []  # a locale without a synthetic corpus: nothing weasel would miss
+    # a locale without a synthetic corpus: nothing weasel would miss (the Argos packages folder is
+    # one of the project's `directories`, which weasel creates)
+    assert deps("extract") == ["${vars.argos_dir}"]
     for lang in ("es", "fr", "de"):  # every declared dep of a shipped project is there, relative to it
         project = yaml.safe_load((PROJECT_ROOT / "languages" / lang / "project.yml").read_text(encoding="utf-8"))
         for command in project["commands"]:
             for dep in command.get("deps") or []:
+                dep = dep.replace("${vars.argos_dir}", project["vars"]["argos_dir"])
+                if dep in project["directories"]:
+                    continue  # weasel makes it before any step runs
                 if not dep.startswith(("corpus/", "training/", "packages/")):  # built by earlier steps
                     assert (PROJECT_ROOT / "languages" / lang / dep).exists(), (lang, command["name"], dep)
+
+
+CORPUS_STEPS = ("extract", "detect", "filter", "placeholder", "translate", "surrogate")
+# the vars the build is decided from: extract alone reads them, the later steps read corpus/build.json
+DECISION_VARS = ("source_lang", "source_format", "native", "native_share", "if_no_route")
+
+
+def test_the_build_is_decided_once_in_every_rendered_project():
+    """extract takes the vars that decide the build and writes corpus/build.json; every later corpus
+    step reads that file (declared as a dep, so a new decision reruns it) and repeats none of the
+    flags (no --native, --source-format, --source-lang or language option of its own)."""
+    import re
+
+    from deid_factory import PROJECT_ROOT
+
+    for path in sorted((PROJECT_ROOT / "languages").glob("*/project.yml")):
+        project = yaml.safe_load(path.read_text(encoding="utf-8"))
+        commands = {c["name"]: c for c in project["commands"]}
+        extract = " ".join(commands["extract"]["script"])
+        for var in DECISION_VARS:
+            assert "${vars.%s}" % var in extract, (path, var)
+        assert "--build corpus/build.json" in commands["extract"]["script"][0]
+        assert "corpus/build.json" in commands["extract"]["outputs"]
+        assert "${vars.argos_dir}" in commands["extract"]["deps"]  # new packages: extract decides again
+        for name in CORPUS_STEPS[1:]:
+            script = " ".join(commands[name]["script"])
+            assert "--build corpus/build.json" in script and "corpus/build.json" in commands[name]["deps"], (path, name)
+            repeated = [var for var in (*DECISION_VARS, "lang") if "${vars.%s}" % var in script]
+            assert repeated == [], (path, name, repeated)
+            options = set(re.findall(r"(?<=\s)--[a-z-]+", script))
+            assert not options & {"--lang", "--source-lang", "--native", "--source-format", "--target", "--source",
+                                  "--locale", "--if-no-route", "--as-written"}, (path, name, options)
 
 
 def test_root_project_lists_every_locale_and_check_covers_it(tmp_path):

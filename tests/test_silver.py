@@ -139,7 +139,7 @@ def test_annotate_with_a_spacy_pipeline_and_filter(tmp_path):
     ruler.add_patterns([{"label": "PERSON", "pattern": "Parkinson"}, {"label": "PERSON", "pattern": [{"LOWER": "ana"}, {"LOWER": "ruiz"}]}])
     nlp.to_disk(tmp_path / "toy_pipeline")
     write_records(tmp_path / "in.jsonl", [Record("r1", "es", "Ana Ruiz tiene enfermedad de Parkinson.", [])])
-    rep = silver(tmp_path / "in.jsonl", tmp_path / "out.jsonl", str(tmp_path / "toy_pipeline"), locale="es")
+    rep = silver(tmp_path / "in.jsonl", tmp_path / "out.jsonl", str(tmp_path / "toy_pipeline"), lang="es")
     (out,) = read_records(tmp_path / "out.jsonl")
     assert [(out.text[s.start:s.end], s.attrs["annotator"]) for s in out.spans] == [("Ana Ruiz", str(tmp_path / "toy_pipeline"))]
     assert rep["annotation"]["spans_added"] == 2 and rep["filters"]["eponym_filter"]["spans_removed"] == 1

@@ -76,7 +76,7 @@ def test_missing_route_stops_with_instructions(argos_home, argos_packages, trans
     only_es_en = tmp_path / "pk"
     only_es_en.mkdir()
     (only_es_en / "translate-es_en.argosmodel").write_bytes((argos_packages["pivot"] / "translate-es_en.argosmodel").read_bytes())
-    result = CliRunner().invoke(app, ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+    result = CliRunner().invoke(app, ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source-lang", "es", "--lang", "fr",
                                       "--packages-dir", str(only_es_en), "--argos-dir", str(tmp_path / "argos")])
     assert result.exit_code == 1
     assert "translate-en_fr" in result.output and "--packages-dir" in result.output
@@ -200,7 +200,7 @@ def _wait_for_lines(proc, path: Path, n: int, timeout: float = 240) -> None:
 def test_resume_after_kill_equals_uninterrupted_run(argos_env, argos_packages, translate_source, tmp_path):
     ph, n_records = _many_placeholdered(translate_source, tmp_path)
     env = {**os.environ, **argos_env}
-    common = ["--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]), "--beam-size", "1", "--no-progress"]
+    common = ["--source-lang", "es", "--lang", "fr", "--packages-dir", str(argos_packages["pivot"]), "--beam-size", "1", "--no-progress"]
     full = tmp_path / "full.jsonl"
     proc = _cli(["translate", str(ph), str(full), "--argos-dir", str(tmp_path / "a1"), *common], env)
     assert proc.wait(timeout=300) == 0, proc.stderr.read()
@@ -299,7 +299,7 @@ def test_translate_file_runs_the_route_under_its_socket_guard(allow_network, arg
 def test_input_without_placeholders_is_refused(tmp_path):
     src = tmp_path / "raw.jsonl"
     write_records(src, [Record("raw-7", "es", "Ana vino.", [Span(0, 3, "PERSON")], {})])
-    result = CliRunner().invoke(app, ["translate", str(src), str(tmp_path / "o.jsonl"), "--source", "es", "--target", "fr"])
+    result = CliRunner().invoke(app, ["translate", str(src), str(tmp_path / "o.jsonl"), "--source-lang", "es", "--lang", "fr"])
     assert result.exit_code == 1 and "raw-7" in result.output and "factory placeholder" in result.output
     assert "Ana" not in result.output
 
@@ -401,14 +401,14 @@ def test_embedded_corpus_to_target_through_cli(target, argos_env, argos_packages
     write_records(src, generate_records(4, 13, "es"))
     runner = CliRunner()
     ph, tr, final = tmp_path / "ph.jsonl", tmp_path / "tr.jsonl", tmp_path / "final"
-    assert runner.invoke(app, ["placeholder", str(src), str(ph), "--target", target]).exit_code == 0
-    result = runner.invoke(app, ["translate", str(ph), str(tr), "--source", "es", "--target", target, "--packages-dir",
+    assert runner.invoke(app, ["placeholder", str(src), str(ph), "--lang", target]).exit_code == 0
+    result = runner.invoke(app, ["translate", str(ph), str(tr), "--source-lang", "es", "--lang", target, "--packages-dir",
                                  str(argos_packages["pivot"]), "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1",
                                  "--no-progress", "--report", str(tmp_path / "tr.json")])
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "tr.json").read_text())
     assert report["records_in"] == 4 and report["kept"] + report["repaired"] == 4
-    result = runner.invoke(app, ["surrogate", str(tr), str(final), "--target", target, "--seed", "0"])
+    result = runner.invoke(app, ["surrogate", str(tr), str(final), "--lang", target, "--seed", "0"])
     assert result.exit_code == 0, result.output
     sreport = json.loads((final / "report.json").read_text())
     assert sreport["records_out"] == 4 and sreport["splits"]["misaligned_dropped"] == 0
@@ -420,7 +420,7 @@ def test_embedded_corpus_to_target_through_cli(target, argos_env, argos_packages
 def test_ctrl_c_with_workers_keeps_finished_records(argos_env, argos_packages, translate_source, tmp_path):
     ph, n_records = _many_placeholdered(translate_source, tmp_path)
     out = tmp_path / "tr.jsonl"
-    args = ["translate", str(ph), str(out), "--source", "es", "--target", "fr", "--packages-dir", str(argos_packages["pivot"]),
+    args = ["translate", str(ph), str(out), "--source-lang", "es", "--lang", "fr", "--packages-dir", str(argos_packages["pivot"]),
             "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress", "--workers", "2"]
     proc = _cli(args, {**os.environ, **argos_env})
     _wait_for_lines(proc, out, 3)
@@ -437,7 +437,7 @@ def test_device_option(argos_home, argos_packages, translate_source, tmp_path):
     import ctranslate2
 
     ph = _placeholders(translate_source, tmp_path)
-    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source-lang", "es", "--lang", "fr",
             "--packages-dir", str(argos_packages["pivot"]), "--argos-dir", str(tmp_path / "argos"), "--beam-size", "1", "--no-progress"]
     bad = CliRunner().invoke(app, [*base, "--device", "tpu"])
     assert bad.exit_code == 1 and "cpu or cuda" in bad.output
@@ -459,7 +459,7 @@ def test_download_only_when_asked(argos_home, argos_packages, translate_source, 
     ph = _placeholders(translate_source, tmp_path)
     empty = tmp_path / "pk"
     empty.mkdir()
-    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source", "es", "--target", "fr",
+    base = ["translate", str(ph), str(tmp_path / "tr.jsonl"), "--source-lang", "es", "--lang", "fr",
             "--packages-dir", str(empty), "--argos-dir", str(tmp_path / "argos")]
     result = CliRunner().invoke(app, base)
     assert result.exit_code == 1 and translate_no_network == []

@@ -295,7 +295,6 @@ def surrogate_file(
     augment_share: float = 0.0,
     dev_path: str | Path | None = None,
     generated: str | Path | None = None,
-    source_lang: str | None = None,
 ) -> dict[str, Any]:
     """in_path (translated JSONL) -> out_dir/records.jsonl, train/dev/test.spacy, report.json.
 
@@ -306,13 +305,14 @@ def surrogate_file(
     language, as annotated) used as the dev split instead of a share of the source; on the native
     path every source note then trains, and the held-out test split is that dev set too.
 
-    generated: the records before placeholders (the same file as `originals`), off the native path.
-    A record the synthetic corpus wrote in the target language (the whole embedded corpus of a
-    build in the source's own language, or the native share of a mixed build) keeps the values the
-    generator wrote: they are already fictitious and of the target locale, and the generator writes
-    them in far more forms than the surrogate engine (floors and doors of addresses, streets named
-    after people, hospitals in many forms). Re-drawing them cost deid_es 7.3 points of strict F1 and
-    6.8 of token recall on real notes (docs/corpus.md). Translated records get surrogates as before.
+    generated: the records before placeholders (the same file as `originals`), off the native path,
+    when the records in `target` there were written by the synthetic corpus (the build decision's
+    "as_written": the whole embedded corpus of a build in the source's own language, or the native
+    share of a translation build; the records of the source's language there are the ones translated).
+    Those records keep the values the generator wrote: they are already fictitious and of the target
+    locale, and the generator writes them in far more forms than the surrogate engine (floors and
+    doors of addresses, streets named after people, hospitals in many forms); docs/corpus.md has
+    what re-drawing them cost. Translated records get surrogates as before.
     """
     from ..splits import parse_ratios, write_splits
 
@@ -325,7 +325,7 @@ def surrogate_file(
     cfg = load_settings(target)
     ratios = parse_ratios(splits, cfg.get("splits"))
     if originals is None:
-        as_generated = _generated_in_target(records, generated, target, source_lang)
+        as_generated = _generated_in_target(records, generated, target)
         kept, report = surrogate_records([r for r in records if r.id not in as_generated], target, seed, casing,
                                          one_casing_per_record, unique_names)
         # input order: the split of a record must not depend on which of the two ways it took
@@ -340,8 +340,6 @@ def surrogate_file(
         augment: list[Record] = []
     else:
         kept = list(read_records(originals))
-        for record in kept:
-            record.meta["native"] = True
         # The split of every native note is decided here, once, so a surrogate copy can only be made
         # of a note that trains (a copy of a dev/test note would leak it into training).
         from ..splits import assign_splits
@@ -372,24 +370,16 @@ def surrogate_file(
     return report
 
 
-def _generated_in_target(records: list[Record], generated: str | Path | None, target: str,
-                         source_lang: str | None) -> dict[str, Record]:
-    """id -> the record as the synthetic corpus wrote it, for each record of `records` written by
-    the synthetic corpus in the target language (see surrogate_file); {} without `generated`."""
+def _generated_in_target(records: list[Record], generated: str | Path | None, target: str) -> dict[str, Record]:
+    """id -> the record as the synthetic corpus wrote it, for each record of `records` that
+    `generated` (the records before placeholders and translation) holds in the target language
+    (see surrogate_file); {} without `generated`."""
     if generated is None:
         return {}
-    same_language_source = (source_lang or target) == target
-
-    def written_in_target(record: Record) -> bool:
-        return bool(record.meta.get("native_synth")) or (same_language_source and record.meta.get("source_format") == "synth")
-
-    wanted = {r.id for r in records if written_in_target(r)}
-    if not wanted:
-        return {}
+    wanted = {r.id for r in records}
     found: dict[str, Record] = {}
     for record in read_records(generated):
-        if record.id in wanted and written_in_target(record):
-            record.lang = target
+        if record.id in wanted and record.lang == target:
             found[record.id] = record
     return found
 
@@ -418,36 +408,47 @@ def _augmentation(placeholdered: list[Record], plan: dict[str, str], target: str
 def surrogate_command(
     in_path: Path = typer.Argument(..., help="Translated records (JSONL) from `factory translate`"),
     out_dir: Path = typer.Argument(..., help="Output folder: records.jsonl, train/dev/test.spacy, report.json"),
-    target: str = typer.Option("fr", help="Target language (languages/<target>/surrogates.yml)"),
+    build: Path | None = typer.Option(None, "--build", help="The build decision written by `factory extract --build` "
+                                      "(gives --lang, --native and --as-written)"),
+    lang: str | None = typer.Option(None, "--lang", help="Language of the build (languages/<lang>/surrogates.yml)"),
+    native: bool = typer.Option(False, "--native", help="The native path: train on --originals as annotated (surrogate copies only as --augment-share)"),
+    as_written: bool = typer.Option(False, "--as-written", help="The records of --originals in --lang were written by the synthetic "
+                                    "corpus: they keep their generated values"),
+    originals: Path | None = typer.Option(None, "--originals", help="The records (JSONL) before placeholders: with --native, the notes "
+                                          "trained as annotated; with --as-written, the synthetic records kept as written"),
     seed: int = typer.Option(0, help="Random seed (same seed, same output)"),
     casing: str = typer.Option("", help="PERSON casing shares, e.g. title=0.65,upper=0.33,lower=0.02"),
     one_casing_per_record: bool = typer.Option(False, help="One casing for all names of a record"),
     unique_names: bool = typer.Option(True, help="Never reuse a full name in the corpus (zero-shot test set)"),
     splits: str = typer.Option("", help="train/dev/test shares, e.g. 0.8,0.1,0.1 (split by record)"),
-    native: str = typer.Option("no", "--native", help="yes: train on --originals as annotated (surrogate copies only as --augment-share); auto: yes unless --source-format is synth and when the source language is the target"),
-    originals: Path | None = typer.Option(None, "--originals", help="The records (JSONL) before placeholders. Native path: trained on as annotated; otherwise the synthetic records written in the target language keep their generated values"),
     augment_share: float = typer.Option(0.0, "--augment-share", help="Native path: share of training notes also added as surrogate copies (0-1)"),
-    dev: str = typer.Option("-", "--dev", help="Records (JSONL) of a dev set in the target language, used as the dev split; '-' or an empty file: split the source"),
-    source_format: str = typer.Option("", "--source-format", help="Format of the source corpus (for --native auto)"),
-    source_lang: str = typer.Option("", "--source-lang", help="Language of the source corpus (for --native auto)"),
+    dev: str = typer.Option("-", "--dev", help="Records (JSONL) of a dev set in the build's language, used as the dev split; '-' or an empty file: split the source"),
 ) -> None:
-    """Insert target-locale surrogates and write records.jsonl + train/dev/test DocBins + report.json."""
-    from ..extract import resolve_native
+    """Insert surrogates of the build's language and write records.jsonl + train/dev/test DocBins + report.json."""
+    from ..build_decision import read_build
 
     try:
-        is_native = resolve_native(native, source_format, source_lang or target, target)
-        if is_native and originals is None:
-            raise ValueError("--native needs --originals (the annotated records before placeholders)")
+        decision = read_build(build)
+        if decision is not None:
+            if lang or native or as_written:
+                raise typer.BadParameter("give --build or --lang/--native/--as-written, not both", param_hint="--build")
+            lang, native, as_written = decision.lang, decision.native, decision.as_written
+        if not lang:
+            raise typer.BadParameter("give --build, or the language of the build (--lang)", param_hint="--lang")
+        if native and as_written:
+            raise ValueError("--native and --as-written exclude each other (the notes are yours, or the generator's)")
+        if (native or as_written) and originals is None:
+            raise ValueError(f"--{'native' if native else 'as-written'} needs --originals (the records before placeholders)")
         dev_path = None if dev == "-" or (Path(dev).exists() and Path(dev).stat().st_size == 0) else Path(dev)
-        report = surrogate_file(in_path, out_dir, target, seed, casing or None, one_casing_per_record or None, unique_names,
-                                splits or None, originals if is_native else None, augment_share, dev_path,
-                                generated=None if is_native else originals, source_lang=source_lang or None)
+        report = surrogate_file(in_path, out_dir, lang, seed, casing or None, one_casing_per_record or None, unique_names,
+                                splits or None, originals if native else None, augment_share, dev_path,
+                                generated=originals if as_written else None)
     except (FileNotFoundError, RecordError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1) from None
     s = report["splits"]
     typer.echo(
-        f"surrogate {target}: {report['records_out']}/{report['records_in']} records "
+        f"surrogate {lang}: {report['records_out']}/{report['records_in']} records "
         f"({report.get('kept_as_generated', 0)} as the synthetic corpus wrote them) "
         f"(train {s['counts']['train']}, dev {s['counts']['dev']}, test {s['counts']['test']}); "
         f"dropped {report['dropped'] or 'none'}; casing {report['casing_observed']}; wrote {out_dir}"
