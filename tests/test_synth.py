@@ -612,7 +612,7 @@ NATIVE = {
         "date_words": r"ersten|zweiten|dritten|zehnten|zwanzigsten|dreißigsten|neunzehnhundert|zweitausend",
         "age": re.compile(r"\d{1,3}(?: ?Jahre(?:n| alt)?| ?J| a|a| Mon| Monate| LM| ?-?[Jj]ährige[rn]?| -jährige| ?-jähr| Monate alte[r]?| Wochen alte[r]?"
                           r"| Jahre alte[r]?)?|[a-zäöüß]+(?: Jahren?(?: alt)?)?", re.I),
-        "eponyms": r"(?<=Morbus )(?:Parkinson|Crohn|Basedow|Bechterew|Alzheimer)|(?:Hashimoto|Alzheimer|Parkinson)(?=-)",
+        "eponyms": r"(?<=Morbus )(?:Parkinson|Crohn|Basedow|Bechterew|Alzheimer)|(?<=M\. )(?:Parkinson|Crohn|Basedow)|(?:Hashimoto|Alzheimer|Parkinson)(?=-)",
     },
 }
 
