@@ -610,8 +610,9 @@ NATIVE = {
         "date_prep": r"(?i:am|vom|bis|seit|im|ab)\b",
         "months": "Januar|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember|Frühjahr|Sommer|Herbst|Winter|Anfang|Ende|Mitte",
         "date_words": r"ersten|zweiten|dritten|zehnten|zwanzigsten|dreißigsten|neunzehnhundert|zweitausend",
-        "age": re.compile(r"\d{1,3}(?: ?Jahre(?:n| alt)?| ?J| a|a| Mon| Monate| LM| ?-?[Jj]ährige[rn]?| -jährige| ?-jähr| Monate alte[r]?| Wochen alte[r]?"
-                          r"| Jahre alte[r]?)?|[a-zäöüß]+(?: Jahren?(?: alt)?)?", re.I),
+        # "alt"/"alte" stays outside ("[84 Jahre] alt"); a page read by OCR splits the unit ("84 Jah re")
+        "age": re.compile(r"\d{1,3}(?: ?Jahren?| ?J| a|a| Mon| Monate| Wochen| LM| ?-?[Jj]ährige[rn]?| -jährige| ?-jähr| Jah re| J ahre|  Jahre"
+                          r"| Ja hre)?|[a-zäöüß]+(?: Jahren?)?", re.I),
         "eponyms": r"(?<=Morbus )(?:Parkinson|Crohn|Basedow|Bechterew|Alzheimer)|(?<=M\. )(?:Parkinson|Crohn|Basedow)|(?:Hashimoto|Alzheimer|Parkinson)(?=-)",
     },
 }
