@@ -615,3 +615,184 @@ def test_french_corpus_writes_the_names_and_places_of_the_tuning_errors(fr_corpu
     assert any(v.startswith("Hôpitaux ") for _, _, v in orgs)
     lower = [v for r, s, v in people if v.islower() and any(t.startswith("transmissions_min") for t in r.meta["templates"])]
     assert len(lower) >= 10
+
+
+# ----------------------------------------------------------------------------- the English and German corpora
+# (corpora/synth/en, corpora/synth/de): the same checks for both, then what each country writes.
+NATIVE = {
+    "en": {
+        "doc_types": {"discharge", "referral", "clinic_letter", "consult", "ward_note", "nursing", "lab_report", "imaging", "email",
+                      "mdt", "emergency", "operation"},
+        "faker": "en_GB",
+        "registry": {"gb.nhs", "us.ssn", "us.npi", "gb.iban"},
+        # titles stay outside a PERSON span
+        "title": r"(?:Dr|Mr|Mrs|Ms|Miss|Prof|Professor|Doctor|Nurse|Sister|RN|SN)\.?(?: |$)",
+        "article": r"(?:the|in|at|from|to|of|on)\b",
+        "date_prep": r"(?i:on|from|since|in|at|until|by)\b",
+        "months": "January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Oct|Nov|Dec",
+        "date_words": r"first|second|third|fourth|fifth|tenth|twentieth|thirtieth|teenth|nineteen|twenty",
+        "age": re.compile(r"\d{1,3}(?:/12|y| y| yo|yo| y/o| y\.o| years?(?: old| of age)?| yrs?| mo|m| months?|[- ]+(?:year|yr|month|week|day)s?[- ]+old"
+                          r"| +year +old)?|[a-z]+(?:-[a-z]+)?(?:[- ]years?(?:[- ]old)?)?", re.I),
+        # an eponym as a disease, not a surname (Faker draws "Parkinson" as a name)
+        "eponyms": r"(?:Parkinson|Crohn|Hashimoto|Alzheimer|Graves|Cushing)(?='s|' | disease| syndrome)",
+    },
+    "de": {
+        "doc_types": {"entlassbrief", "ueberweisung", "ambulanzbrief", "konsil", "verlauf", "pflege", "labor", "radiologie", "email",
+                      "konferenz", "notaufnahme", "op_bericht"},
+        "faker": "de_DE",
+        "registry": {"de.kvnr", "de.idnr", "de.lanr", "de.iban"},
+        "title": r"(?:Dr|Herr|Herrn|Frau|Hr|Fr|Prof|PD|OA|OÄ|Sr|Schwester|Pfleger|med)\.?(?: |$)",
+        "article": r"(?:der|die|das|dem|den|im|in|am|aus|nach|vom|zum|zur)\b",
+        "date_prep": r"(?i:am|vom|bis|seit|im|ab)\b",
+        "months": "Januar|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember|Frühjahr|Sommer|Herbst|Winter|Anfang|Ende|Mitte",
+        "date_words": r"ersten|zweiten|dritten|zehnten|zwanzigsten|dreißigsten|neunzehnhundert|zweitausend",
+        # "alt"/"alte" stays outside ("[79 Jahre] alt"); a page read by OCR splits the unit ("79 Ja hre")
+        "age": re.compile(r"\d{1,3}(?: ?Jahren?| ?J| a|a| Mon| Monate| Wochen| LM| ?-?[Jj]ährige[rn]?| -jährige| ?-jähr| Jahr e| J ahre|  Jahre"
+                          r"| Ja hre)?|[a-zäöüß]+(?: Jahren?)?", re.I),
+        "eponyms": r"(?<=Morbus )(?:Parkinson|Crohn|Basedow|Bechterew|Alzheimer)|(?<=M\. )(?:Parkinson|Crohn|Basedow)|(?:Hashimoto|Alzheimer|Parkinson)(?=-)",
+    },
+}
+
+
+@pytest.fixture(scope="module", params=sorted(NATIVE))
+def native_corpus(request):
+    lc = request.param
+    data = SynthData.load(lc)
+    return lc, data, list(generate_records(300, 13, lc, data))
+
+
+def test_native_corpus_loads_and_covers_every_label_and_document_type(native_corpus):
+    lc, data, records = native_corpus
+    spec = NATIVE[lc]
+    assert {d["name"] for d in data.sections["documents"]} == spec["doc_types"]
+    assert data.faker_locale == spec["faker"] and data.template_count() >= 700
+    rep = corpus_report(records, data, lc)
+    assert rep["records"] == rep["distinct_texts"] == 300 and {r.lang for r in records} == {lc}
+    assert set(rep["phi_per_label"]) == LABELS, rep["phi_per_label"]
+    assert set(rep["doc_types"]) == spec["doc_types"], rep["doc_types"]
+    assert set(rep["header_layouts"]) == {l["name"] for l in data.header["layouts"]}
+    assert rep["distinct_templates_used"] >= 0.8 * data.template_count()
+    uses = Counter(t for r in records for t in r.meta["templates"])
+    assert max(uses.values()) < 0.5 * len(records)  # no sentence the model could learn by heart
+
+
+def test_native_spans_are_exact_and_follow_the_conventions(native_corpus):
+    """Every span is its trimmed text slice on one line with a canonical label; a PERSON holds no title, an
+    ORGANIZATION or LOCATION no article or preposition, a DATE no preposition and a day, a month or a year,
+    an AGE its number (or number word) and unit; every other occurrence of a name, number, address or
+    e-mail of the note is inside a span too (a value written again as context would leak)."""
+    lc, _, records = native_corpus
+    spec = NATIVE[lc]
+    for r in records:
+        validate_record(r)
+        assert not re.search(r"[\[\]{}]", r.text), r.id  # no template syntax left
+        covered = [(s.start, s.end) for s in r.spans]
+        for s in r.spans:
+            value = r.text[s.start:s.end]
+            where = (r.id, s.start, s.label, value)
+            assert "\n" not in value, where
+            if s.label == "PERSON":
+                assert not re.match(spec["title"], value) and not re.search(r"\d", value), where
+            elif s.label == "DATE":
+                assert re.search(rf"\d|{spec['months']}|{spec['date_words']}", value, re.I), where
+                assert not re.match(spec["date_prep"], value), where
+            elif s.label in ("ORGANIZATION", "LOCATION"):
+                assert not re.match(spec["article"], value), where
+            elif s.label == "AGE":
+                assert spec["age"].fullmatch(value), where
+            elif s.label == "IP":
+                assert ipaddress.ip_address(value), where
+            elif s.label == "EMAIL":
+                assert re.fullmatch(r"[\w.+-]+@[a-z0-9.-]+\.[a-z]{2,}", value, re.I), where
+            if s.label in ("PERSON", "ID", "PHONE", "EMAIL", "ADDRESS") and (s.label != "PERSON" or " " in value):
+                for m in re.finditer(re.escape(value), r.text):
+                    assert any(a <= m.start() and m.end() <= b for a, b in covered), (r.id, m.start(), s.label, "outside a span")
+
+
+def test_native_identifiers_pass_their_check_digits(native_corpus):
+    """The identifiers with check digits (NHS number, SSN, NPI, IBAN; KVNR, Steuer-IdNr, LANR, IBAN) come
+    from the runtime.ids registry in every layout formats.yml gives them, and pass the packs' validators."""
+    from deid_runtime import ids
+    from deid_runtime.validators import validator_name
+
+    lc, data, records = native_corpus
+    registry = {name: spec["kind"] for name, spec in data.formats["ids"].items() if spec["kind"] != "shape"}
+    assert set(registry.values()) == NATIVE[lc]["registry"]
+    seen = Counter()
+    for r in records:
+        for s in r.spans:
+            key = registry.get(s.attrs.get("kind"))
+            if s.label == "ID" and key:
+                value = r.text[s.start:s.end]
+                assert ids.get(key).is_valid(value), f"{r.id} [{s.start},{s.end}) {key} fails its check digits"
+                validator = "iban" if key.endswith(".iban") else validator_name(key)
+                assert VALIDATORS[validator](value), f"{r.id} [{s.start},{s.end}) {key} fails validator {validator}"
+                seen[key] += 1
+    assert all(seen[k] >= 2 for k in registry.values()), seen
+
+
+def test_native_hard_negatives_are_written_and_never_annotated(native_corpus):
+    """Eponymous diseases are in the text and never inside a PERSON span ("Deutsche Parkinson Vereinigung"
+    is an organisation); doses and laboratory values are outside every span."""
+    lc, _, records = native_corpus
+    hits = [(r, m) for r in records for m in re.finditer(NATIVE[lc]["eponyms"], r.text)]
+    assert len(hits) >= 15 and len({m.group() for _, m in hits}) >= 4, Counter(m.group() for _, m in hits)
+    for r, m in hits:
+        assert not any(s.label == "PERSON" and s.start < m.end() and m.start() < s.end for s in r.spans), (r.id, m.start(), m.group())
+    doses = [(r, m) for r in records for m in re.finditer(r"\b\d+(?:[.,]\d+)? ?(?:mg|ml|mmol/[lL]|µg|micrograms|units|IE)\b", r.text)]
+    assert len(doses) >= 200
+    assert not [(r.id, m.start()) for r, m in doses if any(s.start < m.end() and m.start() < s.end for s in r.spans)]
+
+
+def test_english_corpus_writes_british_irish_and_american_forms():
+    """NHS numbers, UK postcodes after the town and Irish Eircodes; US states, ZIP (+4) codes after
+    them and SSNs; dates day first ("3 March 2021", "03/03/2021") and month first ("March 3, 2021");
+    ordinals and dates in words; "Mr"/"Mrs"/"Ms"/"Dr" outside the span; a retired patient's occupation
+    without "retired"; addresses abroad."""
+    records = list(generate_records(400, 13, "en"))
+    spans = [(r, s, r.text[s.start:s.end]) for r in records for s in r.spans]
+    values = {label: [v for _, s, v in spans if s.label == label] for label in LABELS}
+    kinds = Counter(s.attrs.get("kind") for _, s, _ in spans if s.label == "ID")
+    assert kinds["nhs"] >= 30 and kinds["ssn"] + kinds["ssn_last4"] >= 5 and kinds["mrn"] >= 30 and kinds["gmc"] >= 10
+    assert sum(bool(re.fullmatch(r"[A-Z]{1,2}\d{1,2} \d[A-Z]{2}", v)) for v in values["LOCATION"]) >= 30  # UK postcodes
+    assert sum(bool(re.fullmatch(r"\d{5}(?:-\d{4})?", v)) for v in values["LOCATION"]) >= 20  # ZIP codes
+    assert sum(bool(re.fullmatch(r"[A-Z]{2}", v)) for v in values["LOCATION"]) >= 20  # state codes
+    assert any(re.fullmatch(r"[A-Z]\d{2}(?: [A-Z0-9]{4})?|D\d{2} [A-Z0-9]{4}", v) for v in values["LOCATION"])  # Eircodes
+    dates = values["DATE"]
+    assert sum(bool(re.fullmatch(r"\d{1,2} (?:January|February|March|April|May|June|July|August|September|October|November|December) \d{4}", v)) for v in dates) >= 20
+    assert sum(bool(re.fullmatch(r"(?:January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}", v)) for v in dates) >= 20
+    assert sum(bool(re.match(r"\d{1,2}(?:st|nd|rd|th) ", v)) for v in dates) >= 5 and any(v.startswith("the ") for v in dates)
+    months_first = [v for v in dates if (m := re.fullmatch(r"(\d{2})/(\d{2})/\d{4}", v)) and int(m.group(2)) > 12]
+    days_first = [v for v in dates if (m := re.fullmatch(r"(\d{2})/(\d{2})/\d{4}", v)) and int(m.group(1)) > 12]
+    assert len(months_first) >= 10 and len(days_first) >= 10
+    titled = [r.text[max(0, s.start - 4):s.start] for r, s, _ in spans if s.label == "PERSON"]
+    assert sum(t.endswith(("Mr ", "Mrs ", "Ms ", "Dr ", "Dr. ")) for t in titled) >= 100
+    assert sum(r.text[max(0, s.start - 8):s.start] == "retired " for r, s, _ in spans if s.label == "PROFESSION") >= 10
+    assert sum(v in ("Spain", "Portugal", "Poland", "Italy", "Nigeria", "Australia", "Canada", "Mexico", "India", "Turkey", "France",
+                     "Germany", "the Netherlands", "Romania", "Bangladesh", "the Philippines") for v in values["LOCATION"]) >= 10
+
+
+def test_german_corpus_writes_german_austrian_and_swiss_forms():
+    """House numbers after the street ("Lindenweg 3a"), the postal code inside the ADDRESS when it follows
+    the street on its line and a LOCATION of its own otherwise, birth names after "geb.", "Herr/Frau" and
+    "Dr. med." outside the PERSON span, KVNR, dates "3. März 2021" and "03.03.2021", ages "72-jährige",
+    Austrian and Swiss addresses."""
+    records = list(generate_records(400, 13, "de"))
+    spans = [(r, s, r.text[s.start:s.end]) for r in records for s in r.spans]
+    addresses = [v for _, s, v in spans if s.label == "ADDRESS"]
+    assert sum(bool(re.search(r"(?:straße|str\.|weg|allee|platz|Straße|gasse|ring) \d+", v)) for v in addresses) >= 100
+    assert len([v for v in addresses if re.match(r"\d+ \w", v)]) < 0.03 * len(addresses)  # the number first only abroad
+    assert sum(bool(re.search(r" \d+[a-c]?, \d{5}$", v)) for v in addresses) >= 20  # "Lindenweg 3a, 79104"
+    assert sum(bool(re.fullmatch(r"(?:D-)?\d{5}", v)) for _, s, v in spans if s.label == "LOCATION") >= 50
+    assert sum(bool(re.search(r"(?:strasse|gasse|Straße) \d+(?:/\d+)*$", v)) for v in addresses) >= 5  # Austria, Switzerland
+    births = [(r, s) for r, s, _ in spans if s.label == "PERSON" and r.text[max(0, s.start - 5):s.start] == "geb. "]
+    assert len(births) >= 10
+    titled = [r.text[max(0, s.start - 9):s.start] for r, s, _ in spans if s.label == "PERSON"]
+    assert sum(t.endswith(("Herr ", "Herrn ", "Frau ", "Dr. med. ", "Dr. ")) for t in titled) >= 100
+    kinds = Counter(s.attrs.get("kind") for _, s, _ in spans if s.label == "ID")
+    assert kinds["kvnr"] >= 20 and kinds["pid"] >= 50 and kinds["fallnr"] >= 30
+    dates = [v for _, s, v in spans if s.label == "DATE"]
+    assert sum(bool(re.fullmatch(r"\d{1,2}\. (?:Januar|Februar|März|April|Mai|Juni|Juli|August|September|Oktober|November|Dezember) \d{4}", v)) for v in dates) >= 20
+    assert sum(bool(re.fullmatch(r"\d{2}\.\d{2}\.\d{4}", v)) for v in dates) >= 200
+    ages = [v for _, s, v in spans if s.label == "AGE"]
+    assert sum("jährige" in v for v in ages) >= 30 and any(v.endswith("jähriger") for v in ages)
