@@ -19,8 +19,6 @@ import pytest
 from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
 from test_build_e2e import FACTORY_ROOT
 
-pytestmark = pytest.mark.slow
-
 NOTE = "Paciente Marta Gil Romero, de 50 años, ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
 
 
@@ -51,6 +49,7 @@ def wheelhouse(e2e_es_build, tmp_path_factory) -> Path:
     return project / "packages"
 
 
+@pytest.mark.slow
 def test_the_wheelhouse_holds_every_dependency_at_the_versions_installed_here(wheelhouse):
     from importlib.metadata import version
 
@@ -65,6 +64,7 @@ def test_the_wheelhouse_holds_every_dependency_at_the_versions_installed_here(wh
     assert not any(n in names for n in ("torch", "argostranslate", "deid-factory", "faker", "dask"))
 
 
+@pytest.mark.slow
 def test_a_fresh_venv_installs_deid_es_from_the_wheelhouse_alone_and_redacts(wheelhouse, tmp_path):
     env_dir = tmp_path / "venv"
     try:
@@ -86,3 +86,16 @@ def test_a_fresh_venv_installs_deid_es_from_the_wheelhouse_alone_and_redacts(whe
     out = json.loads(ret.stdout.strip().splitlines()[-1])
     assert out["pipeline"] == "es" and {"DATE", "ID"} <= set(out["labels"]), out
     assert Path(out["spacy"]).is_relative_to(env_dir) and not out["factory"]  # the venv's own spaCy; no factory
+
+
+def test_a_wheelhouse_value_that_is_not_a_yes_or_no_stops_before_anything_is_built(tmp_path):
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import app
+    from deid_factory.package import parse_switch
+
+    assert [parse_switch(v, "x") for v in ("True", "false", "yes", "0", True)] == [True, False, True, False, True]
+    result = CliRunner().invoke(app, ["package", str(tmp_path / "pipeline"), str(tmp_path / "packages"),
+                                      "--wheelhouse", "perhaps"])
+    assert result.exit_code == 1 and "--wheelhouse: expected true or false, got 'perhaps'" in result.output
+    assert not (tmp_path / "packages").exists()
