@@ -125,17 +125,39 @@ def worker_cli(args) -> dict:
 def record_pipelines() -> list:
     """Every router Pipelines mapping this process makes, to read at the end which languages it
     loaded (`loaded`). Which deid_<lang> modules were imported says nothing: spaCy's
-    get_installed_models() imports every installed package, and importing one loads no pipeline."""
-    from deid_runtime.router import Pipelines
+    get_installed_models() imports every installed package, and importing one loads no pipeline.
+    The patch is applied when the command itself imports deid_runtime.router: importing it here
+    would import spaCy, and with it torch, before `factory`'s main() can keep torch out."""
+    import importlib.abc
+    import importlib.util
 
     made: list = []
-    init = Pipelines.__init__
 
-    def recording_init(self, *args, **kwargs):
-        init(self, *args, **kwargs)
-        made.append(self)
+    def patch(pipelines_class) -> None:
+        init = pipelines_class.__init__
 
-    Pipelines.__init__ = recording_init
+        def recording_init(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            made.append(self)
+
+        pipelines_class.__init__ = recording_init
+
+    class PatchOnImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "deid_runtime.router":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run_module = spec.loader.exec_module
+
+            def exec_module(module):
+                run_module(module)
+                patch(module.Pipelines)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, PatchOnImport())
     return made
 
 
