@@ -68,6 +68,27 @@ def _root_argument(args: list[str]) -> str | None:
     return None
 
 
+def _command_name(args: list[str]) -> str | None:
+    """The command of a `factory` command line (the first argument that is not a global option)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--root":
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+# Commands that run deid_<lang> pipelines only: thinc imports torch whenever it is installed
+# (thinc/compat.py, at `import spacy`), and the factory's environment has it for Argos translation;
+# these pipelines run on thinc's numpy ops and never use it, and torch would cost the process
+# ~250 MB of memory and a second of start-up. The console command keeps it out of these commands'
+# processes (docs/router.md, "Memory").
+WITHOUT_TORCH = {"redact"}
+
+
 def main() -> None:
     """The `factory` console command. A `--root` is applied before the stage modules are imported
     (they read PROJECT_ROOT at import), then the typer app runs."""
@@ -80,6 +101,8 @@ def main() -> None:
         except FileNotFoundError as err:
             print(f"error: {err}", file=sys.stderr)
             sys.exit(1)
+    if _command_name(sys.argv[1:]) in WITHOUT_TORCH and "torch" not in sys.modules:
+        sys.modules["torch"] = None  # `import torch` raises ImportError: thinc runs without it
     from .cli import app
 
     app(prog_name="factory")

@@ -17,6 +17,12 @@ package_pipeline()   two wheels into one folder, so that `pip install --no-index
                      * deid-runtime (factory/runtime/, its own pyproject.toml): the components,
                        registered with spaCy through its `spacy_factories` / `spacy_tokenizers`
                        entry points.
+write_wheelhouse()   on request (`factory package --wheelhouse true`, the build's `wheelhouse` var): every
+                     dependency of deid_<lang> and deid-runtime as wheels into the same folder, for
+                     this machine's Python and platform and at the versions installed here, so that
+                     `pip install --no-index --find-links DIR deid_<lang>` installs on a machine
+                     without network. It is the only step that goes online (pip, to the registry
+                     this machine is configured for), and only when asked.
 install_wheel()      pip-installs the wheel into the current environment (build's last step).
 """
 
@@ -318,6 +324,62 @@ def package_pipeline(pipeline_dir: str | Path, out_dir: str | Path, lang: str | 
         shutil.rmtree(work, ignore_errors=True)
 
 
+# Distributions that are this project's own: never pinned to what is installed here (an editable
+# checkout's version need not exist on any registry); deid-runtime comes from the wheel built beside.
+OWN_DISTRIBUTIONS = {"deid-factory", "deid-runtime"}
+
+
+def _installed_versions() -> str:
+    """Constraints (name==version, one a line) of every distribution installed in this
+    environment but the project's own: the wheelhouse gets the versions the pipeline was built and
+    tested with, not whatever the registry has newest."""
+    from importlib.metadata import distributions
+
+    pins = {}
+    for dist in distributions():
+        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "")).lower()
+        if name and name not in OWN_DISTRIBUTIONS and not name.startswith("deid-"):
+            pins[name] = f"{name}=={dist.version}"
+    return "".join(line + "\n" for _, line in sorted(pins.items()))
+
+
+def write_wheelhouse(wheel: str | Path) -> list[Path]:
+    """Every dependency of the deid_<lang> `wheel` (deid-runtime, spaCy and theirs, transitively)
+    as wheels in the wheel's own folder, for this Python and platform, at the versions installed
+    in this environment (`pip wheel`: a dependency published as source only, like langdetect, is
+    built into a wheel here, so installing needs no build tools either). pip reaches the registry
+    this machine is configured for; deid-runtime is the wheel built beside. Returns the wheels the
+    folder holds afterwards. A failure names the folder and gives pip's last lines (no text of
+    any note goes near it)."""
+    wheel = Path(wheel)
+    folder = wheel.parent
+    with tempfile.TemporaryDirectory(prefix="wheelhouse.") as tmp:
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text(_installed_versions(), encoding="utf-8")
+        cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(folder), "--find-links", str(folder),
+               "--constraint", str(constraints), str(wheel)]
+        ret = subprocess.run(cmd, capture_output=True, text=True)
+    if ret.returncode != 0:
+        _raise_if_write_failure(ret.stderr, folder)
+        raise PackageError(f"{folder}: could not write the wheelhouse of {wheel.name} (pip wheel {ret.returncode}; "
+                           f"it needs the package registry): {ret.stderr[-2000:]}")
+    wheels = sorted(folder.glob("*.whl"))
+    log.info("wheelhouse %s: %d wheels", folder, len(wheels))
+    return wheels
+
+
+def parse_switch(value: str | bool, what: str) -> bool:
+    """A yes/no value from the command line or a project var (weasel writes a YAML boolean as True/False)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "1", "on"):
+        return True
+    if text in ("false", "no", "0", "off", ""):
+        return False
+    raise PackageError(f"{what}: expected true or false, got {value!r}")
+
+
 def find_wheel(packages_dir: str | Path, lang: str) -> Path:
     wheels = sorted(Path(packages_dir).glob(f"deid_{lang}-*.whl"), key=lambda p: p.stat().st_mtime)
     if not wheels:
@@ -408,16 +470,24 @@ def package_command(
     lang: str = typer.Option(None, "--lang", "-l"),
     version: str = typer.Option(None, "--version"),
     install: bool = typer.Option(False, "--install", help="pip install the wheel into this environment"),
+    wheelhouse: str = typer.Option("false", "--wheelhouse", help="true: also write every dependency of the two "
+                                   "wheels into the folder (pip wheel, from the registry; for this Python and "
+                                   "platform, at the versions installed here), for an install with --no-index"),
 ) -> None:
     """Build the deid_<lang> wheel and, beside it, the deid-runtime wheel it requires (--install: into this environment)."""
     try:
+        with_dependencies = parse_switch(wheelhouse, "--wheelhouse")
         wheel = package_pipeline(pipeline, out, lang=lang, version=version)
+        wheels = write_wheelhouse(wheel) if with_dependencies else []
         if install:
             install_wheel(wheel)
     except PackageError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     typer.echo(f"wheel: {wheel}" + (" (installed)" if install else ""))
+    if with_dependencies:
+        typer.echo(f"wheelhouse: {len(wheels)} wheels in {wheel.parent} "
+                   f"(pip install --no-index --find-links {wheel.parent} {wheel.name.split('-')[0]})")
 
 
 def install_command(

@@ -311,11 +311,16 @@ def build_router(pipelines: list[str] | None = None, fallback: str | None = None
                  min_letters: int = DEFAULT_MIN_LETTERS, recall_bias: float | str | None = None) -> Router:
     """The router of `factory redact`: the named (default: every installed) deid_* pipelines; with
     the union fallback, the project's packs of the other languages run too. `recall_bias` sets the
-    o_bias of every pipeline's deid_tagger (the recall knob)."""
-    router = Router.from_names(pipelines, fallback=None, seed=seed, detect_chars=detect_chars,
-                               min_confidence=min_confidence, min_letters=min_letters, force_lang=lang)
+    o_bias of every pipeline's deid_tagger (the recall knob). No pipeline is loaded here: each loads
+    when the first document routed to it arrives (deid_runtime.router.Pipelines), and gets the
+    recall setting then."""
+    on_load = None
     if recall_bias is not None:
-        set_recall_bias(router.pipelines, recall_bias)
+        set_recall_bias({}, recall_bias)  # a bad value stops the run now, before anything loads
+        on_load = lambda lang_, nlp: set_recall_bias({lang_: nlp}, recall_bias)  # noqa: E731
+    router = Router.from_names(pipelines, fallback=None, seed=seed, detect_chars=detect_chars,
+                               min_confidence=min_confidence, min_letters=min_letters, force_lang=lang,
+                               on_load=on_load)
     if fallback is None:
         return router
     extra = project_packs(set(router.pipelines)) if fallback == "union" else []
@@ -668,7 +673,7 @@ def _summary(result: dict, out: Path) -> str:
 
 
 def redact_command(
-    inputs: list[Path] = typer.Argument(..., help="Text files, folders (*.txt, *.jsonl) or JSONL record files"),
+    inputs: list[Path] = typer.Argument(..., metavar="INPUT", help="Text files, folders (*.txt, *.jsonl) or JSONL record files"),
     out: Path = typer.Option(..., "--out", "-o", help="Output folder (text, brat) or file (jsonl)"),
     output_format: str = typer.Option("text", "--format", "-f", help="text | jsonl | brat"),
     mode: str = typer.Option("tag", "--mode", "-m", help="tag ([PERSON]) | mask (*****) | surrogate | annotate "

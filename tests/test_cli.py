@@ -102,6 +102,24 @@ def test_help_is_not_cut_at_80_columns_and_lists_commands_in_pipeline_order():
                            "package", "install-wheel", "redact"]
 
 
+def test_help_writes_flags_as_flags_and_arguments_in_capitals():
+    """Issue 30: "--quiet <bool>" suggested a value a flag does not take ("--quiet true" read "true"
+    as an input) and the usage read "{inputs}...". Every command's help, as the user sees it."""
+    from typer.testing import CliRunner
+
+    from deid_factory.cli import COMMANDS, app
+
+    runner = CliRunner()
+    for name, *_ in COMMANDS:
+        printed = runner.invoke(app, [name, "--help"], env={"COLUMNS": "200", "TERM": "dumb"}).output
+        usage = next(line for line in printed.splitlines() if "Usage:" in line)
+        assert "<bool>" not in printed and "{" not in usage, (name, usage)
+        assert re.search(r"--help\s+Show this message", printed), name
+    printed = runner.invoke(app, ["redact", "--help"], env={"COLUMNS": "200", "TERM": "dumb"}).output
+    assert re.search(r"Usage: \S+ redact \[OPTIONS\] INPUT\.\.\.", printed)
+    assert re.search(r"--quiet\s+-q\s+No progress bar", printed)  # no type between the flag and its help
+
+
 # spellings that name a language in other tools; here a language option is --lang or --source-lang
 OTHER_LANGUAGE_SPELLINGS = {"--target", "--source", "--locale", "--target-lang", "--tgt", "--src", "--language",
                             "--source-language", "--target-language", "--from", "--to"}
@@ -112,13 +130,10 @@ def test_every_command_names_the_same_language_the_same_way():
     for (the build's, the pipeline's, the corpus') is --lang in every command, and where a command
     also handles a source corpus in another language, that one is --source-lang, never --target,
     --source or --locale (which once meant the source at one stage and the target at another)."""
-    import typer.main
+    from deid_factory.cli import COMMANDS, load_command
 
-    from deid_factory.cli import app
-
-    group = typer.main.get_command(app)
     with_source = []
-    for name, command in group.commands.items():
+    for name, command in ((c[0], load_command(c[0])) for c in COMMANDS):  # each command as it runs
         options = {opt: param for param in command.params if param.param_type_name == "option"
                    for opt in [*param.opts, *param.secondary_opts]}
         assert not set(options) & OTHER_LANGUAGE_SPELLINGS, (name, sorted(set(options) & OTHER_LANGUAGE_SPELLINGS))

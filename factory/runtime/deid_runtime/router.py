@@ -29,8 +29,11 @@ part; documents and pieces go through nlp.pipe in batches of at most `batch_size
 at a time. Results come back as character-offset spans (`Routed.spans`); the Doc of a document
 processed in pieces is rebuilt over the whole text only when `with_docs` is asked for.
 
-`Router.from_names(["deid_es", "deid_fr"])` loads installed packages (or pipeline folders);
-`Router.from_names(None)` loads every installed deid_* package.
+`Router.from_names(["deid_es", "deid_fr"])` routes to installed packages (or pipeline folders);
+`Router.from_names(None)` to every installed deid_* package. It loads none of them: their languages
+come from the packages' meta.json, detection needs only those, and each pipeline is loaded when
+the first document routed to it arrives (`Pipelines`), so a pipeline no document needs costs
+neither memory nor start-up time. The union fallback loads every pipeline, when first needed.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Container, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
 
 from .merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, _Candidate, resolve
 
@@ -404,6 +408,115 @@ class RouterError(ValueError):
     """A router that cannot be built (a pipeline not installed, a bad fallback); one line, no text."""
 
 
+class Pipelines(Mapping):
+    """The router's pipelines by language, each loaded when it is first asked for (`pipelines[lang]`).
+
+    Which languages there are is known without loading anything (`in`, iteration, len): detection,
+    declared and forced languages need only that. A pipeline is a loaded spaCy Language or a loader,
+    a function of no arguments that returns one (`Pipelines.of_names` makes them from installed
+    package names and folders). `on_load(lang, nlp)` runs on every pipeline as it is loaded
+    (`factory redact --recall-bias` sets the tagger's o_bias there); `loaded` lists the languages
+    loaded so far, in load order. A pipeline that fails to load fails where it is first needed.
+    """
+
+    def __init__(self, loaded: Mapping[str, Any] | None = None, loaders: Mapping[str, Callable[[], Any]] | None = None,
+                 on_load: Callable[[str, Any], None] | None = None):
+        self._loaded: dict[str, Any] = dict(loaded or {})
+        self._loaders: dict[str, Callable[[], Any]] = {lang: f for lang, f in (loaders or {}).items() if lang not in self._loaded}
+        self._order = [*self._loaded, *self._loaders]
+        self.loaded: list[str] = list(self._loaded)
+        self.on_load = on_load
+
+    @classmethod
+    def of_names(cls, names: Sequence[str], installed: Sequence[str],
+                 on_load: Callable[[str, Any], None] | None = None) -> "Pipelines":
+        """Loaders of the named installed packages or pipeline folders, by language, read from each
+        one's meta.json (a pipeline whose meta.json cannot be found is loaded now to learn it). A
+        name that is neither, or two pipelines of one language, is a RouterError here, before
+        anything runs."""
+        loaders: dict[str, Callable[[], Any]] = {}
+        for name in names:
+            lang = _declared_lang(name, installed)
+            if lang is None:
+                nlp = _load_pipeline(name, installed, None)
+                lang, loader = nlp.lang, (lambda nlp=nlp: nlp)
+            else:
+                loader = lambda name=name, lang=lang: _load_pipeline(name, installed, lang)  # noqa: E731
+            if lang in loaders:
+                raise RouterError(f"router: two pipelines for language {lang!r} ({name})")
+            loaders[lang] = loader
+        return cls(loaders=loaders, on_load=on_load)
+
+    def __getitem__(self, lang: str) -> Any:
+        nlp = self._loaded.get(lang)
+        if nlp is None:
+            loader = self._loaders[lang]  # KeyError for a language without a pipeline, as a dict
+            nlp = loader()
+            if self.on_load is not None:
+                self.on_load(lang, nlp)
+            self._loaded[lang] = nlp
+            del self._loaders[lang]
+            self.loaded.append(lang)
+        return nlp
+
+    def __contains__(self, lang: object) -> bool:  # without loading (Mapping's would load)
+        return lang in self._loaded or lang in self._loaders
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __repr__(self) -> str:
+        return f"Pipelines(languages={list(self)}, loaded={self.loaded})"
+
+
+def _declared_lang(name: str, installed: Sequence[str]) -> str | None:
+    """The language a pipeline's meta.json gives, found as spacy.load finds the pipeline (an
+    installed package first, then a folder) without importing or loading it; None when there is no
+    meta.json to read. A name that is neither a package nor a folder: RouterError."""
+    import importlib.util
+
+    import spacy
+    import srsly
+
+    meta_file = None
+    if spacy.util.is_package(name):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            meta_file = Path(list(spec.submodule_search_locations)[0]) / "meta.json"
+    elif Path(name).exists():
+        meta_file = Path(name) / "meta.json"
+    else:
+        raise RouterError(f"router: pipeline {name!r} is neither an installed package nor a pipeline folder "
+                          f"(installed deid_* pipelines: {', '.join(installed) or 'none'})")
+    try:
+        lang = srsly.read_json(meta_file).get("lang") if meta_file is not None else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return lang if isinstance(lang, str) and lang else None
+
+
+def _load_pipeline(name: str, installed: Sequence[str], lang: str | None):
+    """spacy.load(name), its E050 turned into one line; a pipeline whose language is not the one its
+    meta.json gave (`lang`) is refused, since documents were routed to it by that language."""
+    import spacy
+
+    from . import merger, pack_component  # noqa: F401  (factories for pipeline folders)
+
+    try:
+        nlp = spacy.load(name)
+    except OSError as err:
+        if "E050" not in str(err):
+            raise
+        raise RouterError(f"router: pipeline {name!r} is neither an installed package nor a pipeline folder "
+                          f"(installed deid_* pipelines: {', '.join(installed) or 'none'})") from None
+    if lang is not None and nlp.lang != lang:
+        raise RouterError(f"router: pipeline {name!r} is a {nlp.lang!r} pipeline, but its meta.json says {lang!r}")
+    return nlp
+
+
 @dataclass(frozen=True)
 class PhiSpan:
     """One final PHI span, in characters of the document's text."""
@@ -600,7 +713,8 @@ class Router:
                  min_letters: int = DEFAULT_MIN_LETTERS, force_lang: str | None = None,
                  extra_packs: Sequence = (), piece_chars: int = PIECE_CHARS, piece_margin: int = PIECE_MARGIN,
                  batch_chars: int = BATCH_CHARS, chunk_chars: int = CHUNK_CHARS):
-        self.pipelines = dict(pipelines)
+        # a Pipelines loads each when first needed; a plain {lang: nlp} is all loaded already
+        self.pipelines = pipelines if isinstance(pipelines, Pipelines) else Pipelines(pipelines)
         if not self.pipelines and not (fallback == "union" and extra_packs):
             raise RouterError("router: no pipelines to route to")
         if force_lang is not None and force_lang not in self.pipelines:
@@ -613,45 +727,39 @@ class Router:
         self.piece_chars, self.piece_margin = piece_chars, piece_margin
         self.batch_chars, self.chunk_chars = batch_chars, chunk_chars
         self.stats = RouterStats()
-        self._union_members: list = []
+        self._extra_packs = list(extra_packs)
+        self._union_packs: list | None = None  # the packs' pipelines, made when the union first runs
         self._union_tokenizer = None
-        if fallback == "union":
-            self._union_members = list(self.pipelines.values()) + [pack_pipeline(p) for p in extra_packs]
-            self.fallback = "union"
-        elif isinstance(fallback, str):
-            if fallback not in self.pipelines:
-                raise RouterError(f"router: fallback {fallback!r} is not 'union' nor one of the loaded pipelines "
-                                  f"({', '.join(sorted(self.pipelines)) or 'none'})")
-            self.fallback = self.pipelines[fallback]
-        else:
-            self.fallback = fallback  # a pipeline object, or None
+        if isinstance(fallback, str) and fallback != "union" and fallback not in self.pipelines:
+            raise RouterError(f"router: fallback {fallback!r} is not 'union' nor one of the loaded pipelines "
+                              f"({', '.join(sorted(self.pipelines)) or 'none'})")
+        # None, "union", a language (its pipeline loaded when the first unroutable document comes) or a pipeline object
+        self._fallback = fallback
         self.fallback_name = fallback if isinstance(fallback, str) else ("custom" if fallback is not None else "none")
+
+    @property
+    def fallback(self):
+        """What runs on an unroutable document: None, "union", or a pipeline (a language's is
+        loaded by asking for it)."""
+        if isinstance(self._fallback, str) and self._fallback != "union":
+            return self.pipelines[self._fallback]
+        return self._fallback
 
     # -------------------------------------------------------------- construction
     @classmethod
-    def from_names(cls, names: Sequence[str] | None = None, fallback: str | None = None, **kwargs) -> "Router":
+    def from_names(cls, names: Sequence[str] | None = None, fallback: str | None = None,
+                   on_load: Callable[[str, Any], None] | None = None, **kwargs) -> "Router":
+        """A router to the named installed packages or pipeline folders (None: every installed
+        deid_* package), none of them loaded yet (`Pipelines`); `on_load(lang, nlp)` runs on each
+        as it loads."""
         import spacy
-
-        from . import merger, pack_component  # noqa: F401  (factories for pipeline folders)
 
         installed = sorted(n for n in spacy.util.get_installed_models() if n.startswith("deid_"))
         if not names:
             names = installed
             if not names:
                 raise RouterError("router: no installed deid_* pipeline found (build one: spacy project run build languages/<lc>)")
-        pipelines = {}
-        for name in names:
-            try:
-                nlp = spacy.load(name)
-            except OSError as err:
-                if "E050" not in str(err):
-                    raise
-                raise RouterError(f"router: pipeline {name!r} is neither an installed package nor a pipeline folder "
-                                  f"(installed deid_* pipelines: {', '.join(installed) or 'none'})") from None
-            if nlp.lang in pipelines:
-                raise RouterError(f"router: two pipelines for language {nlp.lang!r} ({name})")
-            pipelines[nlp.lang] = nlp
-        return cls(pipelines, fallback=fallback, **kwargs)
+        return cls(Pipelines.of_names(names, installed, on_load), fallback=fallback, **kwargs)
 
     # -------------------------------------------------------------- detection and routing
     def probabilities(self, text: str, settle: bool = False) -> dict[str, float]:
@@ -720,7 +828,7 @@ class Router:
         return self._unroutable(top, probs[top], "detected", reason)
 
     def _unroutable(self, lang: str, confidence: float, how: str, reason: str) -> Route:
-        return Route(lang, FALLBACK if self.fallback is not None else UNROUTED, confidence, how, reason)
+        return Route(lang, FALLBACK if self._fallback is not None else UNROUTED, confidence, how, reason)
 
     # -------------------------------------------------------------- processing
     def __call__(self, text: str, declared: str | None = None) -> Routed:
@@ -764,7 +872,7 @@ class Router:
             if target == UNROUTED:
                 continue  # nothing runs on it: no Doc, no spans
             texts = [chunk[i][0] for i in idx]
-            if target == FALLBACK and self._union_members:
+            if target == FALLBACK and self._fallback == "union":
                 annotated = self._annotate_union(texts, batch_size, with_docs)
             else:
                 nlp = self.fallback if target == FALLBACK else self.pipelines[target]
@@ -803,8 +911,12 @@ class Router:
         return results
 
     def _annotate_union(self, texts: list[str], batch_size: int, with_docs: bool) -> list[tuple[Any, list[PhiSpan]]]:
-        """Every loaded pipeline and every extra pack on each text; the union of their spans."""
-        per_member = [self._annotate(nlp, texts, batch_size, with_docs=False) for nlp in self._union_members]
+        """Every pipeline (each loaded now if it was not) and every extra pack on each text; the
+        union of their spans."""
+        if self._union_packs is None:
+            self._union_packs = [pack_pipeline(p) for p in self._extra_packs]
+        members = [self.pipelines[lang] for lang in self.pipelines] + self._union_packs
+        per_member = [self._annotate(nlp, texts, batch_size, with_docs=False) for nlp in members]
         results = []
         for i, text in enumerate(texts):
             spans = resolve_overlaps([s for member in per_member for s in member[i][1]])
