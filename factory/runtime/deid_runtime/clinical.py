@@ -37,8 +37,10 @@ from .yamlio import read_yaml_mapping
 
 CLINICAL_FILE = "clinical.yml"
 CHECKS_FILE = "checks.yml"
-# ward_place: a room, bed or box of a ward ("hab. 214", "chambre 12"): where a patient lies, not who
-FACT_KINDS = ("quantity", "schedule", "duration", "lab_value", "drug", "ward_place")
+# ward_place: a room, bed or box of a ward ("hab. 214", "chambre 12"): where a patient lies, not who;
+# clinical_term: a department named by its specialty ("Servicio de Nefrología"), a clinical acronym
+# ("LOE", "EPOC") or a clinical scale ("Hoehn y Yahr"): words of the care, not of the person
+FACT_KINDS = ("quantity", "schedule", "duration", "lab_value", "drug", "ward_place", "clinical_term")
 _REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE}
 # A word of a drug name: letters, with inner hyphens or apostrophes ("co-trimoxazol")
