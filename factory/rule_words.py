@@ -35,7 +35,7 @@ def number_words(lang: str) -> dict[str, list[str]]:
     from num2words import num2words
 
     days = [num2words(d, lang=lang) for d in DAYS]
-    ordinals = [num2words(d, lang=lang, to="ordinal") for d in DAYS]
+    ordinals = [w for w in (_spelled(num2words, d, lang, "ordinal") for d in DAYS) if w]
     years: list[str] = []
     for y in YEARS:
         forms = [num2words(y, lang=lang), num2words(y, lang=lang, to="year")]
@@ -43,6 +43,15 @@ def number_words(lang: str) -> dict[str, list[str]]:
             forms.append(f"{num2words(y - y % 100, lang=lang)} {num2words(y % 100, lang=lang)}")
         years += forms
     return {"day_word": _unique(days), "day_ordinal": _unique(ordinals), "year_word": _unique(years)}
+
+
+def _spelled(num2words, n: int, lang: str, to: str) -> str | None:
+    """`n` as num2words writes it, or None where the library cannot: num2words 0.5.14 raises
+    KeyError for the Catalan ordinal of 30 ("trentè"), which dates never write (only "primer")."""
+    try:
+        return num2words(n, lang=lang, to=to)
+    except (KeyError, IndexError, NotImplementedError):
+        return None
 
 
 def faker_names(faker_locale: str) -> tuple[list[str], list[str]]:

@@ -141,9 +141,10 @@ class SynthData:
                 names = pool.get(name)
                 if names is not None and (not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names)):
                     raise self._fail("lexicon.yml", f"{key} {name!r}", "must be a list of names")
-            p = pool.get("extra_p", 0)
-            if any(pool.get(name) for name in lists) and not (isinstance(p, (int, float)) and 0 <= p <= 1):
-                raise self._fail("lexicon.yml", f"{key} extra_p", "must be a probability between 0 and 1")
+            for share in ("extra_p", "and_p"):
+                p = pool.get(share, 0)
+                if (share == "and_p" or any(pool.get(name) for name in lists)) and not (isinstance(p, (int, float)) and 0 <= p <= 1):
+                    raise self._fail("lexicon.yml", f"{key} {share}", "must be a probability between 0 and 1")
         for name, spec in (self.sections.get("sections") or {}).items():
             casing = spec.get("name_casing")
             if casing is not None and not (isinstance(casing, dict) and casing and set(casing) <= {"title", "upper", "lower"}
@@ -612,6 +613,11 @@ class Note:
             if "one_surname_p" in spec and rng.random() < float(spec["one_surname_p"]):
                 n_surnames = 1
             surnames = [self._surname() for _ in range(n_surnames)]
+            # Catalan writes a conjunction between the two surnames in some registers ("Puig i Soler"):
+            # lexicon.yml `surname_forms: {and_p, and_word}`; without them no random number is drawn
+            forms = self.lex.get("surname_forms") or {}
+            if len(surnames) == 2 and forms.get("and_word") and rng.random() < float(forms.get("and_p", 0)):
+                surnames[1] = f"{forms['and_word']} {surnames[1]}"
             given = self._extra_name(self.lex.get("given_names") or {}, sex)
             if given is None:
                 given = self.fake.first_name_male() if sex == "m" else self.fake.first_name_female()
@@ -685,7 +691,8 @@ class Note:
 
         def draw() -> Piece:
             person = self.person(spec["person"])
-            surnames = [ascii_slug(s) for s in person.surnames]
+            conjunction = str((self.lex.get("surname_forms") or {}).get("and_word") or "") + " "
+            surnames = [ascii_slug(s.removeprefix(conjunction)) for s in person.surnames]  # "i Soler" -> soler
             number = self.rng.randint(1, 99)
             local = self._format(self.rng.choice(self.fmt["email_formats"]), "formats.yml", given=ascii_slug(person.given.split()[0]),
                                  surname=surnames[0], last_surname=surnames[-1], number=number)

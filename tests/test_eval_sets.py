@@ -5,8 +5,8 @@ Two kinds of set, each a brat folder that `factory evaluate` scores pipelines on
   - corpora/tune/<lc>/, the tuning set: may be looked at (error analysis, settings such as the
     recall knob), so that the challenge set can stay unseen.
 These tests read every set with the project's own brat reader and check that
-  - it holds at least MIN_DOCUMENTS[kind] documents and reads without a skipped record or a
-    trimmed span;
+  - it holds at least MIN_DOCUMENTS[kind] documents (MIN_DOCUMENTS_OF for a set that asked for
+    fewer: the Catalan sets of issue 29) and reads without a skipped record or a trimmed span;
   - every span is valid as written in the .ann file: the annotated string equals the text slice,
     the label is canonical, no space or punctuation at either end, no line break inside;
   - the counts its README.md states (documents, spans per label) are the counts of the files, so
@@ -19,7 +19,10 @@ These tests read every set with the project's own brat reader and check that
     occur in a training source;
   - no tuning document shares text, by the same rule, with a document of the challenge set of its
     language: a choice made on a tuning set that repeats the challenge set's wording would be a
-    choice made on the challenge set.
+    choice made on the challenge set;
+  - for the sets written by the same hand as their language's generator (Catalan), the rule is
+    stricter: not one word 8-gram of a challenge document's PHI-free text occurs in that
+    language's synthetic corpus or in its tuning set.
 """
 
 from __future__ import annotations
@@ -43,6 +46,10 @@ SETS = sorted((kind.name, p.name) for kind in (EVAL_DIR, TUNE_DIR) if kind.is_di
               for p in kind.iterdir() if p.is_dir() and any(p.glob("*.ann")))
 TUNE_SETS = [lc for kind, lc in SETS if kind == "tune"]
 MIN_DOCUMENTS = {"eval": 40, "tune": 30}
+MIN_DOCUMENTS_OF = {"eval/ca": 30, "tune/ca": 15}  # issue 29 asked for at least 30 and 15
+# Challenge sets written by the hand that also wrote their language's generator and tuning set:
+# they must share no 8-gram at all with either (issue 29).
+DISJOINT_SETS = ["ca"]
 NGRAM = 8
 MAX_SHARED_NGRAMS = 0.05  # share of a document's 8-grams that may also occur in a training source
 _WORD = re.compile(r"\w+")
@@ -68,7 +75,7 @@ def test_the_french_sets_exist():
 
 def test_set_reads_whole_and_is_large_enough(eval_set):
     lc, records, report = eval_set
-    need = MIN_DOCUMENTS[lc.split("/")[0]]
+    need = MIN_DOCUMENTS_OF.get(lc, MIN_DOCUMENTS[lc.split("/")[0]])
     assert len(records) >= need, f"{lc}: {len(records)} documents, need at least {need}"
     assert report.trimmed == 0, f"{lc}: {report.trimmed} spans needed trimming"
     assert report.duplicates == 0 and report.spans_kept == report.spans_read
@@ -179,6 +186,33 @@ def test_no_tuning_document_text_in_the_challenge_set(lc):
     records, _ = _read("tune", lc)
     flagged = shared_documents(records, sources)
     assert not flagged, f"tune/{lc}: documents sharing text with the challenge set eval/{lc}: {flagged}"
+
+
+def _all_ngrams(records) -> set[tuple[str, ...]]:
+    grams: set[tuple[str, ...]] = set()
+    for record in records:
+        grams |= _ngrams(_WORD.findall(record.text.lower()))
+    return grams
+
+
+@pytest.mark.parametrize("lc", DISJOINT_SETS)
+def test_challenge_set_shares_no_8gram_with_its_generator_or_tuning_set(lc):
+    """The Catalan challenge set, its tuning set and its generator come from one hand: the 5 %
+    allowance above would let a stock sentence through, so here not one word 8-gram of a challenge
+    document's PHI-free text may occur in corpora/synth/<lc>/ or anywhere in the tuning set."""
+    assert (TRAINING_SOURCES / lc).is_dir(), f"no synthetic corpus {TRAINING_SOURCES / lc}"
+    synth = source_ngrams(TRAINING_SOURCES / lc)
+    assert len(synth) > 1000, f"the synthetic corpus synth/{lc} was not read"
+    tuning = _all_ngrams(_read("tune", lc)[0])
+    assert len(tuning) > 1000, f"the tuning set tune/{lc} was not read"
+    shared = []
+    for record in _read("eval", lc)[0]:
+        grams = phi_free_ngrams(record.text, record.spans)
+        for name, other in (("synth", synth), ("tune", tuning)):
+            common = grams & other
+            if common:
+                shared.append(f"{record.id}: {len(common)} 8-gram(s) also in {name}/{lc}")
+    assert not shared, "\n".join(shared)
 
 
 def test_overlap_check_finds_a_copied_document(tmp_path: Path):

@@ -43,8 +43,9 @@ CHECKS_FILE = "checks.yml"
 FACT_KINDS = ("quantity", "schedule", "duration", "lab_value", "drug", "ward_place", "clinical_term")
 _REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 _FLAGS = {"IGNORECASE": re.IGNORECASE, "I": re.IGNORECASE}
-# A word of a drug name: letters, with inner hyphens or apostrophes ("co-trimoxazol")
-_WORD = re.compile(r"[^\W\d_]+(?:[-'’][^\W\d_]+)*")
+# A word of a drug name: letters, with inner hyphens or apostrophes ("co-trimoxazol") or the Catalan
+# middle dot of "l·l" ("amoxicil·lina", which is no letter)
+_WORD = re.compile(r"[^\W\d_]+(?:[-'’·][^\W\d_]+)*")
 
 
 class ClinicalDataError(ValueError):
@@ -208,9 +209,12 @@ _ACCENTED = {"a": "aàáâãäå", "e": "eèéêë", "i": "iìíîï", "o": "oò
 
 
 def _folded_char(ch: str) -> str:
-    """A character of a folded name as a regex: its accented forms, or spaces for a space."""
+    """A character of a folded name as a regex: its accented forms, or spaces for a space; the middle
+    dot of "l·l" also as the period notes type for it ("amoxicil.lina")."""
     if ch == " ":
         return "[ \t]+"
+    if ch == "·":
+        return "[·.]"
     return f"[{_ACCENTED[ch]}]" if ch in _ACCENTED else re.escape(ch)
 
 

@@ -107,6 +107,53 @@ ccc = register(Ccc())
 iban = register(EsIban("ES"))
 
 
+# ---------------------------------------------------------------------------------------------------
+# Catalonia (issue 29): the CIP of CatSalut, the personal code printed on the Catalan health card
+# (targeta sanitària individual, TSI). Self-contained: nothing above uses it, and it uses only what
+# core.py offers, so this block can move with the Catalan locale as it is.
+
+
+class CatSalutCip(Identifier):
+    """CIP of CatSalut (Servei Català de la Salut): 14 characters, printed "AAAA S YYMMDD NN C": the
+    first two letters of the first and of the second surname, the sex (0 man, 1 woman), the birth
+    date (YYMMDD), two digits that tell apart people sharing the rest, and a last digit. CatSalut
+    publishes the composition (letters of the surnames, birth date, digits it assigns) but not a
+    rule for the last digit, and python-stdnum has no module for it: is_valid checks what is
+    published (four letters, the sex digit, a real calendar date, five digits), so it tells a CIP
+    from a lab code or a 14-digit number, not a mistyped last digit from the right one."""
+
+    key = "es.cip_catsalut"
+    role = "insurance"  # the health card number, as the Spanish corpora's CIP
+    layout = "#### # ###### ## #"
+    _SHAPE = re.compile(r"[A-Z]{4}[01]\d{9}")  # letters, sex, YYMMDD, two digits, the last digit
+    _LETTERS = "ABCDEFGHIJLMNOPRSTUVZ"  # letters that begin Catalan and Spanish surnames (no K, Q, W, X, Y)
+
+    def is_valid_compact(self, code: str) -> bool:
+        if len(code) != 14 or not self._SHAPE.fullmatch(code):
+            return False
+        yy, mm, dd = int(code[5:7]), int(code[7:9]), int(code[9:11])
+        return any(_is_date(century + yy, mm, dd) for century in (1900, 2000))
+
+    def draw(self, rng: random.Random) -> str:
+        letters = "".join(rng.choice(self._LETTERS) for _ in range(4))
+        yy, mm = rng.randint(0, 99), rng.randint(1, 12)
+        dd = rng.randint(1, 28)  # a day every month has
+        return f"{letters}{rng.randint(0, 1)}{yy:02d}{mm:02d}{dd:02d}{rng.randint(0, 9):02d}{rng.randint(0, 9)}"
+
+
+def _is_date(year: int, month: int, day: int) -> bool:
+    import datetime
+
+    try:
+        datetime.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+cip_catsalut = register(CatSalutCip())
+
+
 def dni_or_nie(value: str) -> bool:
     """A DNI or a NIE: one pattern of the pack reads both (a NIE is a DNI with X/Y/Z in front)."""
     return dni.is_valid(value) or nie.is_valid(value)
