@@ -355,3 +355,15 @@ def test_an_identifier_leaves_its_number_sign_out():
     text = "Colegiado nº 464617385 y expediente n° 12-334, ficha No 77812."
     ner = [("nº 464617385", "ID"), ("n° 12-334", "ID"), ("No 77812", "ID")]
     assert _ents_of(text, ner, lang="es") == [("464617385", "ID"), ("12-334", "ID"), ("77812", "ID")]
+
+
+def test_two_dates_of_one_range_are_one_date():
+    """"nuit du 14 au 15/02": the independent notes annotate a range as one DATE; the NER and the
+    pack find its two ends, and "au" between them was left out (a gold token not covered)."""
+    text = "Nuit du 14 au 15/02 : agitée. Vu le 3/02, puis le 9/02.\nDu 12\nau 13 avril. Du 11/01/2024 au 19/01/2024."
+    ner = [("14", "DATE"), ("15/02", "DATE"), ("3/02", "DATE"), ("9/02", "DATE"), ("12", "DATE"), ("13 avril", "DATE"),
+           ("11/01/2024", "DATE"), ("19/01/2024", "DATE")]
+    # ", puis le" is no range word; a range runs on one line; two whole dates stay two (as annotated)
+    assert _ents_of(text, ner) == [("14 au 15/02", "DATE"), ("3/02", "DATE"), ("9/02", "DATE"), ("12", "DATE"),
+                                   ("13 avril", "DATE"), ("11/01/2024", "DATE"), ("19/01/2024", "DATE")]
+    assert _ents_of("del 3 al 5 de mayo", [("3", "DATE"), ("5 de mayo", "DATE")], lang="es") == [("3 al 5 de mayo", "DATE")]
