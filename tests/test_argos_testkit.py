@@ -28,7 +28,8 @@ def test_package_layout(argos_packages):
 def test_a_language_s_name_and_spacy_language_come_from_its_locale():
     fr = Locale.load("fr")
     assert language_of("fr") == (fr.get("name"), fr.get("spacy_lang"))
-    assert language_of("ca") == ("ca", "ca")  # no locale of the project; spaCy has a Catalan blank
+    assert language_of("ca") == ("Catalan", "ca")  # a locale of the project
+    assert language_of("sv") == ("sv", "sv")  # no locale of the project; spaCy has a Swedish blank
     assert language_of("zz") == ("zz", "xx")  # neither: spaCy's multi-language blank
 
 

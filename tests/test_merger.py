@@ -367,3 +367,15 @@ def test_two_dates_of_one_range_are_one_date():
     assert _ents_of(text, ner) == [("14 au 15/02", "DATE"), ("3/02", "DATE"), ("9/02", "DATE"), ("12", "DATE"),
                                    ("13 avril", "DATE"), ("11/01/2024", "DATE"), ("19/01/2024", "DATE")]
     assert _ents_of("del 3 al 5 de mayo", [("3", "DATE"), ("5 de mayo", "DATE")], lang="es") == [("3 al 5 de mayo", "DATE")]
+
+
+def test_conventions_pass_an_empty_candidate_at_the_end_of_the_doc_through():
+    """A candidate can be empty after trimming (E040 in a build's evaluation when the joins read the
+    token at its start, one past the last)."""
+    from deid_runtime.merger import _Candidate, apply_conventions
+
+    doc = spacy.blank("fr")("Du 14 au 15/02.")
+    cands = [_Candidate(1, 2, "DATE", "ner", 0.5, False, ""), _Candidate(3, 4, "DATE", "ner", 0.5, False, ""),
+             _Candidate(len(doc), len(doc), "DATE", "ner", 0.5, False, "")]
+    out = apply_conventions(doc, cands, None, True)
+    assert [(doc[c.start:c.end].text, c.label) for c in out] == [("14 au 15/02", "DATE"), ("", "DATE")]

@@ -337,13 +337,16 @@ def apply_conventions(doc: Doc, chosen: list[_Candidate], titles: re.Pattern | N
     joined: list[_Candidate] = []
     for c in sorted(out, key=lambda c: c.start):
         prev = joined[-1] if joined else None
-        between = "" if prev is None else doc.text[doc[prev.end - 1].idx + len(doc[prev.end - 1].text):doc[c.start].idx]
-        if (postcode_in_address and prev is not None and prev.label == "ADDRESS" and c.label == "LOCATION"
+        if prev is None or c.start >= c.end or prev.start >= prev.end:
+            joined.append(c)  # nothing to join (an empty candidate has no text, and may sit at the doc's end)
+            continue
+        between = doc.text[doc[prev.end - 1].idx + len(doc[prev.end - 1].text):doc[c.start].idx]
+        if (postcode_in_address and prev.label == "ADDRESS" and c.label == "LOCATION"
                 and _POSTCODE.match(doc[c.start:c.end].text) and _BETWEEN_STREET_AND_POSTCODE.match(between)):
             joined[-1] = _Candidate(prev.start, c.end, "ADDRESS", prev.source, max(prev.score, c.score),
                                     prev.validated or c.validated, prev.kind)
             continue
-        if (prev is not None and prev.label == "DATE" and c.label == "DATE" and _DATE_RANGE.fullmatch(between)
+        if (prev.label == "DATE" and c.label == "DATE" and _DATE_RANGE.fullmatch(between)
                 and _BARE_DAY.fullmatch(doc[prev.start:prev.end].text)):
             # "du 14 au 15/02", "del 3 al 5 de mayo": a day alone is no date, the range is one; two
             # whole dates stay two ("du 11/01/2024 au 19/01/2024"), as the corpora annotate them
