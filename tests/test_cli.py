@@ -53,7 +53,7 @@ def test_commands_work_on_the_project_in_the_current_folder_or_root(cli_project,
     assert code == 0 and "0 failed" in printed, printed
     # without it, the Swedish pack is not found (the shipped packs are), and the message says where it looked
     code, printed = factory(["pack-test", "sv"], cwd=elsewhere, env=env)
-    assert code == 1 and "no regex pack for locale 'sv'" in printed and "known: de, en, es, fr, it, nl, pt" in printed
+    assert code == 1 and "no regex pack for locale 'sv'" in printed and "known: ca, de, en, es, fr, it, nl, pt" in printed
     code, printed = factory(["--root", tmp_path / "missing", "pack-test", "sv"], cwd=elsewhere, env=env)
     assert code == 1 and "no such folder" in printed
 
