@@ -1,7 +1,7 @@
 """Training noise that does not come from the generator: augmenters of the training corpus.
 
 Every template of the synthetic corpus was written by the same hands as its tuning sets, so a form
-the generator never writes (a phone number scanned as "9 5 6  5 2 8  1 O O", a name in a nurse's
+the generator never writes (a phone number scanned as "6 1 2  3 O 4  5 6 7", a name in a nurse's
 lower case, a header field run into a sentence) is a form the model never saw. spaCy re-reads the
 training corpus every epoch and passes each example through the corpus' augmenter
 (`[corpora.train.augmenter]` in the training config), so a share of the notes is seen in another

@@ -200,8 +200,8 @@ class NameReader:
 class ScannedView:
     """Scanned text read as typed, with a map back to the text's offsets.
 
-    runs: at least `min_run` single characters separated by one or two spaces ("9 5 6  5 2 8",
-    "X 7 7 O 1 4 6 1 A") are read without the spaces; a letter O (o) in a run of digits and Os
+    runs: at least `min_run` single characters separated by one or two spaces ("6 1 2  3 O 4",
+    "Y 1 2 3 4 5 6 7 Z") are read without the spaces; a letter O (o) in a run of digits and Os
     holding a digit is read as a zero ("O3.O4.1939"); an e-mail written with spaces around "@" and
     "." is read without them. The view's `text` holds the changes, `to_text(start, end)` maps a
     span of it back, `changed(start, end)` says whether the span touches a change."""

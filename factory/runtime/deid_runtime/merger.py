@@ -289,7 +289,7 @@ _BETWEEN_STREET_AND_POSTCODE = re.compile(r"[ \t]*[,;]?[ \t]*\Z")  # on the same
 # ("AT-2024-58821", "24-0117-05528")
 _CODE = re.compile(r"^(?=(?:[^\d]*\d){8})[\w][\w/.\-]*\w$")
 _CODE_NOT_NAMES = {"PERSON", "LOCATION", "ORGANIZATION", "PROFESSION"}
-# Between two dates of one range, on one line: "14 au 15/02", "3 al 5 de mayo", "3-5/4", "2 to 4 May"
+# Between two dates of one range, on one line: "21 au 22/06", "3 al 5 de mayo", "3-5/4", "2 to 4 May"
 _DATE_RANGE = re.compile(r"[ \t]*(?:au|al|à|a|-|–|to|till|bis|tot|hasta|jusqu'au|jusqu’au)[ \t]*", re.IGNORECASE)
 _BARE_DAY = re.compile(r"\d{1,2}(?:er|º|°|st|nd|rd|th)?", re.IGNORECASE)
 # The number sign before an identifier is not part of it ("nº 464617385", "n° 12", "Nr. 5", "# 4471")
@@ -312,7 +312,7 @@ def apply_conventions(doc: Doc, chosen: list[_Candidate], titles: re.Pattern | N
     (`postcode_in_address`; MEDDOCAN keeps the postcode apart, as a place); a PERSON, LOCATION,
     ORGANIZATION or PROFESSION that is one code of 8 digits or more ("AT-2024-58821") becomes an ID;
     an ID leaves out the number sign written before it ("nº 464617385"); a day alone joined by a range
-    word to the DATE after it on one line ("14 au 15/02") is one DATE with it. No token that was PHI stops being PHI, but a title."""
+    word to the DATE after it on one line ("21 au 22/06") is one DATE with it. No token that was PHI stops being PHI, but a title."""
     out: list[_Candidate] = []
     for c in chosen:
         if c.label == "PERSON" and titles is not None:
@@ -348,8 +348,8 @@ def apply_conventions(doc: Doc, chosen: list[_Candidate], titles: re.Pattern | N
             continue
         if (prev.label == "DATE" and c.label == "DATE" and _DATE_RANGE.fullmatch(between)
                 and _BARE_DAY.fullmatch(doc[prev.start:prev.end].text)):
-            # "du 14 au 15/02", "del 3 al 5 de mayo": a day alone is no date, the range is one; two
-            # whole dates stay two ("du 11/01/2024 au 19/01/2024"), as the corpora annotate them
+            # "du 21 au 22/06", "del 3 al 5 de mayo": a day alone is no date, the range is one; two
+            # whole dates stay two ("du 02/05/2023 au 09/05/2023"), as the corpora annotate them
             joined[-1] = _Candidate(prev.start, c.end, "DATE", prev.source, max(prev.score, c.score),
                                     prev.validated or c.validated, prev.kind)
             continue
