@@ -85,6 +85,13 @@ def git_commit() -> str:
         return "unknown"
 
 
+def use_meddocan_conventions(nlp) -> None:
+    """MEDDOCAN annotates a postcode as a place of its own, not as part of the street address (the
+    merger joins them by default: docs/router.md, "Conventions")."""
+    if "deid_merger" in nlp.pipe_names:
+        nlp.get_pipe("deid_merger").postcode_in_address = False
+
+
 def score(pipeline: str | Path, halves: dict[str, Path], systems=("ner", "combined")) -> dict:
     """The project's metrics of a pipeline on both halves (NER alone and combined when present)."""
     import spacy
@@ -93,10 +100,7 @@ def score(pipeline: str | Path, halves: dict[str, Path], systems=("ner", "combin
     from deid_runtime import merger, pack_component  # noqa: F401
 
     nlp = spacy.load(pipeline)
-    if "deid_merger" in nlp.pipe_names:
-        # MEDDOCAN annotates a postcode as a place of its own, not as part of the street address
-        # (the merger joins them by default: docs/router.md, "Conventions")
-        nlp.get_pipe("deid_merger").postcode_in_address = False
+    use_meddocan_conventions(nlp)
     out = {}
     for half, path in halves.items():
         data = load_corpus(path)

@@ -29,13 +29,13 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_deid, bench_meddocan: the peer's worker, the split
 
 from bench_deid import machine, make_regex, presidio_model, run_system  # noqa: E402
+from bench_meddocan import git_commit, split_dev, use_meddocan_conventions  # noqa: E402
 
 from deid_factory import PROJECT_ROOT  # noqa: E402
 from deid_factory.evaluate import load_corpus, score_corpus, score_system  # noqa: E402
@@ -46,14 +46,6 @@ NOTES = PROJECT_ROOT.parent / "shared" / "corpora" / "multi_tune"
 MEDDOCAN_DEV = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan" / "dev"
 LABELS = ("PERSON", "AGE", "DATE", "ADDRESS", "LOCATION", "ORGANIZATION", "PROFESSION", "PHONE", "EMAIL", "URL", "IP", "ID")
 SYSTEM_NAMES = ("deid", "ner", "pack", "presidio")
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def find_pipeline(lang: str, given: dict[str, str]) -> str | None:
@@ -87,9 +79,8 @@ def score_pipeline(pipeline: str, data: list, meddocan: bool = False) -> tuple[d
     from deid_runtime import merger, pack_component  # noqa: F401  (register the factories)
 
     nlp = spacy.load(pipeline)
-    if meddocan and "deid_merger" in nlp.pipe_names:
-        # MEDDOCAN annotates a postcode apart from its street (docs/router.md, "Conventions")
-        nlp.get_pipe("deid_merger").postcode_in_address = False
+    if meddocan:
+        use_meddocan_conventions(nlp)
     scored = score_corpus(nlp, data)
     about = {"pipeline": _shown(pipeline), "components": nlp.pipe_names, "version": nlp.meta.get("version"),
              "throughput": scored["throughput"]}
@@ -153,8 +144,6 @@ def benchmark(langs: list[str], notes: Path, pipelines: dict[str, str], meddocan
         if not MEDDOCAN_DEV.is_dir():
             print(f"{MEDDOCAN_DEV} not found: MEDDOCAN final half skipped", file=sys.stderr)
         else:
-            from bench_meddocan import split_dev
-
             final = split_dev(MEDDOCAN_DEV)["final"]
             data = [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans]) for r in final]
             results["sets"].append(score_set("es MEDDOCAN dev, final half", "es", data, find_pipeline("es", pipelines),
