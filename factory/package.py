@@ -150,9 +150,13 @@ def assemble_pipeline(model_dir: str | Path | None, lang: str, out_dir: str | Pa
         nlp = phi_blank(lang)
     if nlp.lang != lang:
         log.warning("model language %s differs from %s", nlp.lang, lang)
-    for name in ("deid_regex_pack", "deid_merger"):
+    for name in ("deid_spacing", "deid_regex_pack", "deid_merger"):
         if name in nlp.pipe_names:
             nlp.remove_pipe(name)
+    ner = next((name for name in ("deid_tagger", "ner") if name in nlp.pipe_names), None)
+    if ner is not None:
+        # the NER reads a note of double spaces (a PDF's or a scan's text) as if single-spaced
+        nlp.add_pipe("deid_spacing", after=ner, config={"ner": ner})
     # pack_dir stays null in the saved config: the pack's files are saved with the pipeline, so
     # the installed package never looks for the build machine's paths.
     # The locale's data the two components need travels inside the pipeline: the pack is saved with

@@ -379,3 +379,58 @@ def test_conventions_pass_an_empty_candidate_at_the_end_of_the_doc_through():
              _Candidate(len(doc), len(doc), "DATE", "ner", 0.5, False, "")]
     out = apply_conventions(doc, cands, None, True)
     assert [(doc[c.start:c.end].text, c.label) for c in out] == [("21 au 22/06", "DATE"), ("", "DATE")]
+
+
+# ---------------------------------------------------------------------- label shapes (issue 27 §3)
+def _shaped(text, ner, shape_checks=True):
+    from deid_runtime.regex_pack import RegexPack
+
+    pack_dir = __import__("deid_factory").PROJECT_ROOT / "regex_packs" / "es"
+    RegexPack.from_dir(pack_dir)  # registers its rules' date words
+    from deid_runtime.clinical import ClinicalLexicon, register
+
+    register(ClinicalLexicon.from_dir(pack_dir))  # the units of measure
+    doc = _doc(text, ner=ner, regex=[])
+    merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
+                        shape_checks=shape_checks)
+    return [(e.text, e.label_) for e in merger(doc).ents]
+
+
+def test_values_the_ner_took_for_dates_ages_or_phones_are_dropped():
+    # a lab count, a reference range, a degree, a dimension, a weight: none is PHI under any label
+    #       0       1     2 3 4         5
+    text = "leucos 6.740 ( RN 12,0-18,0 )"
+    ner = [(1, 2, "DATE"), (4, 5, "PHONE")]
+    assert _shaped(text, ner) == []
+    assert _shaped(text, ner, shape_checks=False) == [("6.740", "DATE"), ("12,0-18,0", "PHONE")]
+    assert _shaped("pannus 360º y lesión de 3x2,5 cm", [(1, 2, "DATE"), (5, 6, "DATE")]) == []
+    assert _shaped("Mujer de 78 años , 40 kg de peso", [(2, 4, "AGE"), (5, 7, "AGE")]) == [("78 años", "AGE")]
+
+
+def test_an_email_needs_an_at_sign_and_lower_case_words_are_no_date():
+    #       0           1   2 3     4
+    text = "anticuerpos IgA y tenía malestar"
+    # lower-case words of no PHI are dropped; a capitalised word keeps its label (it may be a name)
+    assert _shaped(text, [(1, 2, "EMAIL"), (3, 5, "EMAIL")]) == [("IgA", "EMAIL")]
+    assert _shaped(text, [(3, 5, "AGE")]) == []
+    assert _shaped(text, [(3, 5, "AGE")], shape_checks=False) == [("tenía malestar", "AGE")]
+    assert _shaped("Escribe a ana@correo.es hoy", [(2, 3, "EMAIL")]) == [("ana@correo.es", "EMAIL")]
+
+
+def test_dates_ages_and_phones_of_their_shape_stay_and_nothing_flagged_is_let_out():
+    assert _shaped("Ingresa el 12.03.2021 con 49 años", [(2, 3, "DATE"), (4, 6, "AGE")]) == [
+        ("12.03.2021", "DATE"), ("49 años", "AGE")]
+    assert _shaped("visto en marzo de 2019 , tres años", [(2, 5, "DATE"), (6, 8, "AGE")]) == [
+        ("marzo de 2019", "DATE"), ("tres años", "AGE")]
+    # a house number the NER took for a phone stays PHI, as an identifier; a phone stays a phone
+    assert _shaped("Calle Mayor 14 , 6C", [(4, 5, "PHONE")]) == [("6C", "ID")]
+    assert _shaped("Tel 600 123 456", [(1, 4, "PHONE")]) == [("600 123 456", "PHONE")]
+    # a name's initial the NER took for a date keeps its label: never let out
+    assert _shaped("firma D. Hoogland", [(1, 2, "DATE")]) == [("D.", "DATE")]
+
+
+def test_an_age_split_by_a_scanned_page_spacing_is_checked_whole():
+    #       0   1  2    3
+    text = "de 49  años"
+    ner = [(1, 2, "AGE"), (3, 4, "AGE")]
+    assert _shaped(text, ner) == [("49  años", "AGE")]

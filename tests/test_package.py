@@ -126,7 +126,7 @@ def test_wheel_loads_next_to_deid_factory(train_wheel, tmp_path, order):
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = _run(sys.executable, order, UNSEEN, env=env)
     assert out["name"] == "deid_es"
-    assert out["pipes"] == ["tok2vec", "deid_tagger", "deid_regex_pack", "deid_merger"]  # the default NER is the tagger
+    assert out["pipes"] == ["tok2vec", "deid_tagger", "deid_spacing", "deid_regex_pack", "deid_merger"]  # the default NER is the tagger
     labels = {lab for _, _, lab in out["ents"]}
     assert {"DATE", "ID"} <= labels
     assert out["redacted_differs"]

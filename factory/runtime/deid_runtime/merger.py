@@ -277,6 +277,57 @@ def plausible(doc: Doc, c: "_Candidate", rules, lexicon) -> list["_Candidate"]:
     return out
 
 
+# ------------------------------------------------------------------ label shapes
+# A span of the NER whose text cannot be its label is not its label (docs/router.md, "Label
+# shapes"): the network learned the labels from the generator's notes and, on notes written
+# otherwise, tags lab values as dates ("leucos 6.740", "RN 12,0-18,0") or acronyms as e-mail
+# addresses ("IgA"). Only what no note writes as that label is dropped; the pack's and the rules'
+# spans are never checked here (their patterns are the shape).
+_DECIMAL_COMMA = re.compile(r"\d,\d")                      # "0,72", "12,0-18,0": a value, never a date or a phone
+_THOUSANDS = re.compile(r"^\d{1,3}(?:\.\d{3})+$")           # "6.740", "48.000": a count (a phone has more digits)
+# a degree, a percentage, a sign or a dimension next to a digit: "360º", "42oC", "36%", "20+", "3x2,5"
+_MEASURE_MARK = re.compile(r"\d\s*(?:[º°%+]|o?C\b)|\+\s*\d|\d\s*[xX×]\s*\d")
+
+
+_SHAPED = {"EMAIL", "PHONE", "DATE", "AGE"}
+
+
+def shape_label(text: str, label: str, is_date_word=None, is_lexicon_word=None) -> str | None:
+    """The label a NER span of `label` over `text` keeps: `label`; "ID" for a PHONE of fewer than six
+    digits (a house or floor number the NER took for a phone stays PHI); None when no label can take
+    the text (impossible_shape)."""
+    if label == "PHONE" and not _DECIMAL_COMMA.search(text) and sum(ch.isdigit() for ch in text) < 6:
+        return "ID"
+    return None if impossible_shape(text, label, is_date_word, is_lexicon_word) else label
+
+
+def impossible_shape(text: str, label: str, is_date_word=None, is_lexicon_word=None) -> bool:
+    """True when `text` is no EMAIL (no "@"), PHONE, DATE or AGE (no digit and no date or number word
+    of the locale, `is_date_word`) AND no other PHI either: a number written as a quantity (a decimal
+    comma, a thousands group, a degree, a percentage, a dimension, a unit of measure of the locale's
+    clinical lexicon, `is_lexicon_word`), or lower-case words (two or more, or one of the clinical
+    lexicon). A capitalised word under the wrong label ("D" of "D. Hoogland" tagged DATE) keeps its
+    label: it may be a name, and what the NER flagged is never let out for its label."""
+    if label not in _SHAPED:
+        return False
+    words = re.findall(r"[^\W\d_]+", text)
+    if label in ("DATE", "AGE") and is_date_word is not None and any(is_date_word(w) for w in words):
+        return False
+    if label == "EMAIL" and "@" in text:
+        return False
+    if any(ch.isdigit() for ch in text):
+        if label == "PHONE" and not _DECIMAL_COMMA.search(text):
+            return False
+        if label == "AGE" and is_lexicon_word is not None and any(is_lexicon_word(w) for w in words):
+            return True  # "40 kg": a weight
+        return bool(_DECIMAL_COMMA.search(text) or _THOUSANDS.match(text) or _MEASURE_MARK.search(text))
+    if label in ("DATE", "AGE") and is_date_word is None:
+        return False  # no date words known: cannot tell
+    if not words or any(not w.islower() for w in words):
+        return False
+    return len(words) >= 2 or (is_lexicon_word is not None and is_lexicon_word(words[0]))
+
+
 # ------------------------------------------------------------------ annotation conventions
 # What a span holds, the same in every locale (docs/router.md, "Conventions"): a person's titles stay
 # outside it, a postcode written on the street's line is part of the address, and a code the NER took
@@ -363,8 +414,10 @@ class DeidMerger:
                  whole_word_labels: list[str] = DEFAULT_WHOLE_WORD, initials_labels: list[str] = DEFAULT_INITIALS,
                  title_letters: list[str] = DEFAULT_TITLE_LETTERS, trusted_score: float = 0.95,
                  clinical_key: str = DEFAULT_CLINICAL_KEY, rules_key: str = DEFAULT_RULES_KEY,
-                 plausibility_checks: bool = False, titles: list[str] = (), postcode_in_address: bool = True):
+                 plausibility_checks: bool = False, titles: list[str] = (), postcode_in_address: bool = True,
+                 shape_checks: bool = True):
         self.name = name
+        self.shape_checks = bool(shape_checks)  # NER spans that cannot be their label (impossible_shape)
         self.titles = titles_regex(titles)  # the locale's titles (assembly writes them): outside a PERSON
         self.postcode_in_address = bool(postcode_in_address)
         self.rules_key = rules_key
@@ -385,10 +438,29 @@ class DeidMerger:
         ner_spans = [e for e in doc.ents if e.label_ in CANONICAL_LABELS]
         doc.spans[self.ner_key] = ner_spans
         candidates = []
+        is_date_word = is_lexicon_word = None
+        if self.shape_checks:
+            from . import clinical, context_rules
+
+            rules, lexicon = context_rules.rules_for(doc.lang_), clinical.lexicon_for(doc.lang_)
+            is_date_word = rules.is_date_word if rules is not None else None
+            is_lexicon_word = lexicon.is_lexicon_word if lexicon is not None else None
+        pieces: list[list] = []
         for e in ner_spans:
             for start, end in split_at_line_breaks(doc, e.start, e.end):
                 start, end = complete_words(doc, start, end, e.label_, self.whole_word, self.initials, self.title_letters)
-                candidates.append(_Candidate(start, end, e.label_, "ner", 0.5, False, ""))
+                prev = pieces[-1] if pieces else None
+                if (self.shape_checks and prev is not None and prev[2] == e.label_ and e.label_ in _SHAPED
+                        and prev[1] < start and all(t.is_space and "\n" not in t.text for t in doc[prev[1]:start])):
+                    prev[1] = end  # "49  años" of a scanned page, two NER spans: one AGE, checked whole
+                else:
+                    pieces.append([start, end, e.label_])
+        for start, end, label in pieces:
+            if self.shape_checks and start < end:
+                label = shape_label(doc[start:end].text, label, is_date_word, is_lexicon_word)
+                if label is None:
+                    continue
+            candidates.append(_Candidate(start, end, label, "ner", 0.5, False, ""))
         pattern_spans = [(s, "regex") for s in (doc.spans[self.regex_key] if self.regex_key in doc.spans else [])]
         pattern_spans += [(s, "rule") for s in (doc.spans[self.rules_key] if self.rules_key in doc.spans else [])]
         for s, source in pattern_spans:
@@ -439,10 +511,10 @@ def make_merger(nlp: Language, name: str, regex_key: str, ner_key: str, output_k
                 structured_labels: list[str], ner_first_labels: list[str], whole_word_labels: list[str],
                 initials_labels: list[str], title_letters: list[str], trusted_score: float,
                 clinical_key: str, rules_key: str, plausibility_checks: bool, titles: list[str],
-                postcode_in_address: bool) -> DeidMerger:
+                postcode_in_address: bool, shape_checks: bool) -> DeidMerger:
     return DeidMerger(name, regex_key, ner_key, output_key, structured_labels, ner_first_labels,
                       whole_word_labels, initials_labels, title_letters, trusted_score, clinical_key, rules_key,
-                      plausibility_checks, titles, postcode_in_address)
+                      plausibility_checks, titles, postcode_in_address, shape_checks)
 
 
 Language.factory(
@@ -461,6 +533,7 @@ Language.factory(
         "rules_key": DEFAULT_RULES_KEY,
         # off: on the tuning sets it cost token recall (bench/results/context_rules.md)
         "plausibility_checks": False,
+        "shape_checks": True,
         # the locale's titles, kept outside a PERSON (assembly writes them from languages/<lc>/surrogate_data/titles.yml)
         "titles": [],
         # "C/ Mayor, 58, 46980": the postcode on the street's line is part of the ADDRESS (false: MEDDOCAN's
