@@ -406,7 +406,7 @@ def install_wheel(wheel: str | Path, with_deps: bool = False, python: str | None
 
 def assemble_command(
     model: Path = typer.Argument(None, help="Trained model folder (training/model-best); omit for a regex-only pipeline"),
-    lang: str = typer.Option(..., "--lang", "-l", help="Language code (es, fr, en, de)"),
+    lang: str = typer.Option(..., "--lang", "-l", help="Language code of a locale in languages/ (es, fr, ca, it...)"),
     out: Path = typer.Option(..., "--out", "-o", help="Output pipeline folder"),
     pack_dir: Path = typer.Option(None, "--pack-dir", help="Regex pack folder (default regex_packs/<lang>)"),
     version: str = typer.Option("0.1.0", "--version"),
