@@ -337,7 +337,7 @@ def translate_no_network(monkeypatch) -> list:
 # ----------------------------------------------------------------------------- e2e_ fixtures
 @pytest.fixture(scope="session")
 def e2e_es_build(tmp_path_factory):
-    """One small offline es build per test run (tests/test_build_e2e.py's build_small_es: the es
+    """One small offline es build per test run (tests/system/test_build_e2e.py's build_small_es: the es
     project copied, `spacy project run build` with its SMALL vars, the wheel installed into a
     temporary folder), for the end-to-end tests that read it or build on a copy of it; a build takes
     minutes, and each test that made its own made the suite that much longer."""

@@ -2,7 +2,7 @@
 
 Each case in regex_packs/<lc>/pack.yml says: for this input, the whole pack reports exactly these
 matches of the pattern's label (or of the labels the case names). Negatives expect nothing.
-Run one locale alone with `pytest tests/test_regex_packs.py -k "fr"`.
+Run one locale alone with `pytest tests/runtime/test_regex_packs.py -k "fr"`.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ from stdnum.us import ssn
 from deid_runtime import ids
 from deid_runtime.validators import VALIDATORS, validator_name
 
-CASES_DIR = Path(__file__).parent / "data" / "ids"
-SYNTH_DIR = Path(__file__).resolve().parents[1] / "corpora" / "synth"
+CASES_DIR = Path(__file__).resolve().parents[1] / "data" / "ids"
+SYNTH_DIR = Path(__file__).resolve().parents[2] / "corpora" / "synth"
 N_DRAWS = 500
 NEW_FAMILIES = ("it", "pt", "nl")  # at least 40 cases each, a third of them negatives
 DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"

@@ -3,7 +3,7 @@
 Each rule's cases say: for this input, the rules report exactly these matches of the rule's label
 (negatives: none). The notes of TODAY_LEAKS are one per rule class, each leaking through a pack
 without rules (and a merger with no NER to catch them): the same pipeline with the rules redacts them.
-Run one locale alone with `pytest tests/test_context_rules.py -k fr`.
+Run one locale alone with `pytest tests/runtime/test_context_rules.py -k fr`.
 """
 
 from __future__ import annotations
