@@ -25,11 +25,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import hypothesis_examples
-from deid_factory import PROJECT_ROOT
-from deid_factory import locale as _locale  # noqa: F401  (registers the project's surrogate data)
+from conftest import CHECKOUT, hypothesis_examples, use_checkout_surrogate_data
 from deid_runtime.canonical import CANONICAL_LABELS
 
+use_checkout_surrogate_data()
 DATA = Path(__file__).resolve().parents[1] / "data" / "clinical"
 LOCALES = ["es", "fr", "en", "de", "it", "pt", "nl"]
 FACT_SLOTS = ("drug", "dose", "schedule", "lab", "vital", "duration")
@@ -52,7 +51,7 @@ def _pipeline(lc: str):
     from deid_runtime.tokenization import blank
 
     nlp = blank(lc)
-    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(PROJECT_ROOT / "regex_packs" / lc)
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / lc)
     nlp.add_pipe("deid_merger")
     return nlp
 

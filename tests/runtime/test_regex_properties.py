@@ -42,12 +42,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import hypothesis_examples
-from deid_factory import PROJECT_ROOT
-from deid_factory.labels import CANONICAL_LABELS
+from conftest import CHECKOUT, hypothesis_examples
+from deid_runtime.canonical import CANONICAL_LABELS
 from deid_runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, trim
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
+PACKS_DIR = CHECKOUT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
 
 # The loaded profile (conftest.py: ci = a fixed replay, or HYPOTHESIS_PROFILE=explore): no example
