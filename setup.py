@@ -2,7 +2,7 @@
 # here: the project's data folders (languages/, regex_packs/, corpora/) ship in the wheel as
 # deid_factory.shipped.<folder>.* (package-dir in pyproject.toml), and every sub-folder that carries
 # package data must be a listed package (else setuptools warns that it is "absent from the
-# `packages` configuration"; tests/test_package_data.py fails on that). pyproject.toml's
+# `packages` configuration"; tests/factory/test_package_data.py fails on that). pyproject.toml's
 # [tool.setuptools.packages.find] cannot remap folders to those names, so the list is computed
 # here, and a new locale (languages/<lc>/, regex_packs/<lc>/, corpora/synth/<lc>/) needs no edit.
 from setuptools import find_namespace_packages, setup

@@ -38,7 +38,7 @@ example passes unchanged. Randomness is Python's `random`, which spaCy seeds fro
 
 This module is for training only: `factory train` imports it before it hands the config to spaCy.
 A trained model's config names the augmenters in `[corpora]`, which `spacy.load` does not resolve,
-so `deid_<lang>` and `deid_runtime` load without it (tests/test_augment.py).
+so `deid_<lang>` and `deid_runtime` load without it (tests/factory/test_augment.py).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ this module imports the stages.
 
 A command's module is imported when that command runs, not before: `factory --help` lists the
 commands from COMMANDS (name, module, function, one-line summary) and imports no stage, so it
-starts without spaCy, torch, Argos or Dask (tests/test_startup.py), and `factory redact` imports
+starts without spaCy, torch, Argos or Dask (tests/system/test_startup.py), and `factory redact` imports
 the redaction modules only. The summaries are the first paragraph of each command's docstring
 (the test checks that they agree).
 """
@@ -116,7 +116,7 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
 # How the help writes parameters. typer (0.29) writes a flag with a type, "--quiet <bool>", though it
 # takes no value ("--quiet true" reads "true" as an input), and a required argument in braces,
 # "{inputs}...". The factory writes flags as flags and arguments in capitals, "INPUT...", as click and
-# Unix tools do (issue 30; tests/test_cli.py reads the help of every command).
+# Unix tools do (issue 30; tests/factory/test_cli.py reads the help of every command).
 _typer_option_type = TyperOption.display_type_rich
 
 

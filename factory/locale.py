@@ -12,7 +12,7 @@
 `Locale.of(lc)` is the same object wherever a locale's files are wanted, with or without a
 locale.yml (yet): the stages that need only its files (silver.yml, placeholders.yml, its synthetic
 corpus, its regex pack) find them through it, and no other module builds a path into those folders
-but render.py and the new-locale scaffold (tests/test_locale.py).
+but render.py and the new-locale scaffold (tests/factory/test_locale.py).
 
 The locale's titles ("Mme", "Dr.": languages/<lc>/surrogate_data/titles.yml, deid_runtime/titles.py)
 are written once: `titles()` gives them to the synthetic corpus and `factory errors`, `title_letters`
@@ -254,7 +254,7 @@ class Locale:
         folder (its surrogate_data/ included), its regex pack, and its synthetic corpus
         (corpora/synth/<lc>/, which extract reads when the source is this language or when a
         translation build mixes in native records: native_share > 0). A project copied for a build
-        therefore copies those three (tests/test_build_e2e.py). Not listed: another locale's files
+        therefore copies those three (tests/system/test_build_e2e.py). Not listed: another locale's files
         (the source's silver.yml, regex pack, synthetic corpus and surrogate data in a translation
         build): a locale's project names no folder of another locale, so that weasel finds every
         dep of a copy holding that locale's three folders."""

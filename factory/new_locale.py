@@ -327,4 +327,4 @@ def new_locale_command(
     for path in written:
         typer.echo(f"wrote {path.relative_to(root) if path.is_relative_to(root) else path}")
     typer.echo(f"next: follow docs/adding_a_locale.md: translate those data files, then `factory pack-test {lang}`, "
-               f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/test_new_locale.py`")
+               f"`factory synth --lang {lang} --n 50 --out /tmp/{lang}.jsonl` and `pytest tests/factory/test_new_locale.py`")

@@ -14,7 +14,7 @@ import typer
 from .locale import Locale
 from deid_runtime.regex_pack import Pattern, RegexPack
 
-# What a finished pack needs (`factory pack-test` and tests/test_regex_packs.py ask the same): enough
+# What a finished pack needs (`factory pack-test` and tests/runtime/test_regex_packs.py ask the same): enough
 # cases, a third of them negatives (lab values, doses... that must not match), no pattern untested.
 MIN_CASES = 40
 MIN_NEGATIVE_SHARE = Fraction(1, 3)  # exact: 14 negatives of 42 cases is a third, not a float's near miss

@@ -10,7 +10,7 @@
 A lower-case word after a kinship word ("su hija pilar") is a name when it is in given_names.txt; the
 rules read the files the pack folder holds (deid_runtime/context_rules.py), so a pipeline carries
 them. `factory rule-words <lc>` writes them; `--check` says whether the committed files still equal
-what the libraries give (tests/test_context_rules.py asks the same, so they cannot drift).
+what the libraries give (tests/runtime/test_context_rules.py asks the same, so they cannot drift).
 """
 
 from __future__ import annotations

@@ -231,8 +231,8 @@ def _run_on_worker(task: ShardTask, index: int, payload: Any) -> Any:
 # A log record of a worker keeps its format string (code) and these arguments only: numbers, this
 # module's task keys ("redact-1a2b3c4d-shard-000012") and Dask addresses ("tcp://127.0.0.1:40211").
 _SAFE_LOG_ARGUMENT = re.compile(r"[a-z]+-[0-9a-f]{8}-shard-\d{6}|(?:tcp|tls|inproc|ucx|ws|wss)://[0-9A-Za-z.:\[\]/_-]+")
-# The project's own loggers log ids, counts and exception types only (tests/test_errors_not_data.py,
-# tests/test_translate.py): their records pass unchanged.
+# The project's own loggers log ids, counts and exception types only (tests/factory/test_errors_not_data.py,
+# tests/factory/test_translate.py): their records pass unchanged.
 _OWN_LOGGERS = ("deid_factory", "deid_runtime")
 # Dask's own messages without arguments interpolate nothing of a task (audited: addresses, states,
 # asyncio task names); a message without arguments from any other library may be text it formatted

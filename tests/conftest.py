@@ -95,6 +95,89 @@ def pytest_runtest_setup(item):
                 require_or_skip("shared", f"{path} is absent (../shared is not next to the checkout)")
 
 
+# ----------------------------------------------------------------------------- shared helpers
+# The checkout these tests belong to (its regex_packs/, languages/, corpora/): the tests under
+# tests/runtime read the project's data through it, not through deid_factory, so that they run with
+# the runtime alone (tests/system/test_layout.py checks that they import nothing of deid_factory).
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+# What the runtime distribution (deid_runtime and the deid_<lang> wheels) must never import: the
+# factory's own package and the libraries only the factory needs (data generation, translation,
+# GPU training). spaCy is the runtime's own engine; the tests that load nothing of spaCy say so.
+FACTORY_ONLY = ("deid_factory", "faker", "argostranslate", "torch")
+
+
+def spans_of(text: str, items) -> list[tuple[int, int, str]]:
+    """(start, end, label) of each (surface, label) of `items`, each surface found in `text` after the
+    previous one (so a name written twice gets its two places, in order)."""
+    out, pos = [], 0
+    for value, label in items:
+        start = text.index(value, pos)
+        out.append((start, start + len(value), label))
+        pos = start + len(value)
+    return out
+
+
+_PACKS: dict = {}
+
+
+def regex_pack(lc: str):
+    """The checkout's regex pack regex_packs/<lc>/, loaded once per test run (a pack compiles hundreds of
+    patterns; the pack tests of several modules share each one)."""
+    from deid_runtime.regex_pack import RegexPack
+
+    if lc not in _PACKS:
+        _PACKS[lc] = RegexPack.from_dir(CHECKOUT / "regex_packs" / lc)
+    return _PACKS[lc]
+
+
+def use_checkout_surrogate_data() -> None:
+    """Make the runtime's surrogate engine read languages/<lc>/surrogate_data/ of this checkout (what
+    deid_factory.locale does on import for the factory's project), without importing the factory."""
+    from deid_runtime.surrogates.locale import register_locale_root
+
+    register_locale_root(CHECKOUT / "languages")
+
+
+def imported_modules(path: Path, top_level_only: bool = False) -> set[str]:
+    """The absolute module names a Python file imports: its import statements (`from x.y import z`
+    names x.y; relative imports are left out) and its __import__("x") / import_module("x") calls with a
+    literal name; anywhere in the file, or with top_level_only in the statements of the module body
+    only (what importing the file runs)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("__import__", "import_module")):
+            names.add(node.args[0].value)
+    return names
+
+
+def modules_loaded_by(statement: str, watched=FACTORY_ONLY) -> list[str]:
+    """Which of the `watched` top-level modules (a package counts with any of its submodules) a fresh
+    Python process has imported after running `statement` - the runtime's "imports nothing
+    factory-only" check, in a process whose sys.modules nothing else filled."""
+    import json
+    import subprocess
+    import sys
+
+    code = (f"{statement}\nimport json, sys\nwatched = json.loads(sys.argv[1])\n"
+            "print(json.dumps(sorted(w for w in watched if any(m == w or m.startswith(w + '.') for m in sys.modules "
+            "if sys.modules[m] is not None))))")
+    ret = subprocess.run([sys.executable, "-c", code, json.dumps(list(watched))], capture_output=True, text=True,
+                         timeout=300)
+    assert ret.returncode == 0, ret.stderr[-2000:]
+    return json.loads(ret.stdout.strip().splitlines()[-1])
+
+
 # ----------------------------------------------------------------------------- train_ fixtures
 # A tiny synthetic Spanish corpus with exact gold spans, built with Faker: enough for a CNN NER to
 # learn PERSON/DATE/ID/... in a couple of epochs, small enough to train in seconds on 2 cores.
@@ -337,7 +420,7 @@ def translate_no_network(monkeypatch) -> list:
 # ----------------------------------------------------------------------------- e2e_ fixtures
 @pytest.fixture(scope="session")
 def e2e_es_build(tmp_path_factory):
-    """One small offline es build per test run (tests/test_build_e2e.py's build_small_es: the es
+    """One small offline es build per test run (tests/system/test_build_e2e.py's build_small_es: the es
     project copied, `spacy project run build` with its SMALL vars, the wheel installed into a
     temporary folder), for the end-to-end tests that read it or build on a copy of it; a build takes
     minutes, and each test that made its own made the suite that much longer."""

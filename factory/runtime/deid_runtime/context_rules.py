@@ -54,7 +54,7 @@ from .text import fold
 from .yamlio import read_yaml_mapping
 
 # "RegexPack" in the annotations below is regex_pack.RegexPack, left unimported: the pack imports
-# this module, and the factory's modules import each other without a cycle (tests/test_import_graph.py).
+# this module, and the factory's modules import each other without a cycle (tests/factory/test_import_graph.py).
 
 RULES_FILE = "rules.yml"
 _REF = re.compile(r"\{([a-z_][a-z0-9_]*)\}")

@@ -30,7 +30,7 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
     match ("(+34) 912 345 678" keeps its "(", "912 345 678)" loses its ")")."""
     # The partner brackets are looked up once per side: testing `")" in text[start + 1 : end]` at
     # every step copied the rest of the match each time: quadratic on a URL that ends in thousands
-    # of closing brackets (tests/test_regex_properties.py).
+    # of closing brackets (tests/runtime/test_regex_properties.py).
     last_close = text.rfind(")", start, end)
     while start < end:
         ch = text[start]

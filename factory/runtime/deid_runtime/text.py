@@ -29,7 +29,7 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     """Shrink [start, end) so it neither starts nor ends with a character of BOUNDARY_CHARS, except
     a bracket whose partner is inside the span ("(+34) 913 748 402": the annotation conventions of
     every corpus and the regex packs keep it). Each pass looks each partner up once per side, not at
-    every step (a match may end in thousands of brackets, tests/test_regex_properties.py); a new
+    every step (a match may end in thousands of brackets, tests/runtime/test_regex_properties.py); a new
     pass runs only when the other side moved (" (Madrid) ": the spaces go, then the wrapping pair)."""
     while True:
         before = (start, end)

@@ -63,7 +63,7 @@ class Niss(Identifier):
     companies first, the last 9 - (sum of the first ten times 29, 23, 19, 17, 13, 11, 7, 5, 3, 2)
     mod 10. python-stdnum has no module for it (its pt package has nif and cc only). The rule is the
     Segurança Social's, as implemented by the public validators of the number (e.g. the npm package
-    @edyspider/validate-niss, whose example 12345678910 it accepts: tests/test_ids.py)."""
+    @edyspider/validate-niss, whose example 12345678910 it accepts: tests/runtime/test_ids.py)."""
 
     key = "pt.niss"
     role = "insurance"

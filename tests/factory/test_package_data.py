@@ -52,7 +52,7 @@ def test_wheel_declares_every_data_folder(tmp_path):
         assert f"deid_factory/shipped/corpora/synth/{lc}/sections.yml" in names
     # the surrogate data of a locale is in its own folder (languages/<lc>/surrogate_data/), shipped
     # with the factory's wheel for the stages; the runtime's wheel carries only what every locale
-    # shares (a deid_<lc> wheel carries its locale's data: tests/test_package.py)
+    # shares (a deid_<lc> wheel carries its locale's data: tests/factory/test_package.py)
     for lc in ("es", "fr", "it", "pt", "nl"):
         assert f"deid_factory/shipped/languages/{lc}/surrogate_data/formats.yml" in names
         assert f"deid_factory/shipped/languages/{lc}/surrogate_data/cities.tsv" in names

@@ -7,7 +7,7 @@ a sentence of its language that no training note holds.
 
 The three builds are tiny (16 source + 16 native records, 12 short epochs) and run side by side
 (each is mostly process start-up, one core each); every process runs in a network namespace with
-loopback only and with network sockets blocked (tests/test_privacy.py's network_isolation), and nothing the builds print or log holds a PHI string of their
+loopback only and with network sockets blocked (tests/system/test_privacy.py's network_isolation), and nothing the builds print or log holds a PHI string of their
 input."""
 
 from __future__ import annotations

@@ -5,23 +5,18 @@ import re
 
 import pytest
 
+from conftest import spans_of, use_checkout_surrogate_data  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_runtime.redact import Redactor, redact_text, shift_date
 
+# the surrogates draw from languages/<lc>/surrogate_data/ of this checkout: alone, this module imported
+# nothing that registers them (deid_factory.locale does, on import), and its surrogate tests failed
+use_checkout_surrogate_data()
 KEY = b"a test key of 32 bytes, not used"  # surrogate mode draws from a secret key
 
 TEXT = "ANA PÉREZ GARCÍA ingresó el 03/04/2020. Ana Pérez García volvió el 3 de abril de 2020 a Lugo."
 
 
-def _spans(text, items):
-    out, pos = [], 0
-    for value, label in items:
-        start = text.index(value, pos)
-        out.append((start, start + len(value), label))
-        pos = start + len(value)
-    return out
-
-
-SPANS = _spans(TEXT, [("ANA PÉREZ GARCÍA", "PERSON"), ("03/04/2020", "DATE"), ("Ana Pérez García", "PERSON"),
+SPANS = spans_of(TEXT, [("ANA PÉREZ GARCÍA", "PERSON"), ("03/04/2020", "DATE"), ("Ana Pérez García", "PERSON"),
                       ("3 de abril de 2020", "DATE"), ("Lugo", "LOCATION")])
 
 
@@ -44,7 +39,7 @@ def test_a_mask_does_not_tell_the_length_of_what_it_hides():
     """Issue 30: "HOSPITAL UNIVERSITARIO LA PAZ" masked word by word kept the shape of the name (8,
     13, 2 and 3 letters): by default every masked span is the same five characters."""
     text = "Ingresa en HOSPITAL UNIVERSITARIO LA PAZ, visto por Dr. Gil y por Dra. Montserrat Puigdemont."
-    spans = _spans(text, [("HOSPITAL UNIVERSITARIO LA PAZ", "ORGANIZATION"), ("Gil", "PERSON"),
+    spans = spans_of(text, [("HOSPITAL UNIVERSITARIO LA PAZ", "ORGANIZATION"), ("Gil", "PERSON"),
                           ("Montserrat Puigdemont", "PERSON")])
     masked, placed = redact_text(text, spans, "mask")
     assert {masked[s:e] for s, e, _ in placed} == {"*****"}
@@ -567,7 +562,7 @@ def test_surrogate_mode_writes_a_visible_tag_for_a_span_that_is_not_of_its_kind(
 
     items = [("Rosario Benítez Carmona", "PERSON"), ("71 años", "AGE"), ("mg/24h", "PERSON"), ("40 mg/12h", "AGE"),
              ("AAS", "ORGANIZATION"), ("en 3 meses", "DATE"), ("Ferrández", "PERSON")]
-    spans = _spans(ISSUE_NOTE, items)
+    spans = spans_of(ISSUE_NOTE, items)
     done = redact(ISSUE_NOTE, spans, "surrogate", lang="es", doc_id="n", key=KEY, lexicon=_es_lexicon())
     assert "enalapril 10 [PERSON?]," in done.text and "furosemida [AGE?]," in done.text
     assert "[ORGANIZATION?] 100 mg" in done.text and "Se cita [DATE?] con" in done.text

@@ -3,7 +3,7 @@
 Each rule's cases say: for this input, the rules report exactly these matches of the rule's label
 (negatives: none). The notes of TODAY_LEAKS are one per rule class, each leaking through a pack
 without rules (and a merger with no NER to catch them): the same pipeline with the rules redacts them.
-Run one locale alone with `pytest tests/test_context_rules.py -k fr`.
+Run one locale alone with `pytest tests/runtime/test_context_rules.py -k fr`.
 """
 
 from __future__ import annotations
@@ -15,26 +15,20 @@ import pytest
 import spacy
 from typer.testing import CliRunner
 
-from deid_factory import PROJECT_ROOT
+from conftest import CHECKOUT, regex_pack  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_factory.cli import app
 from deid_factory.packs import run_rule_cases, rule_problems
 from deid_factory.rule_words import rule_word_drift
 from deid_runtime import merger, pack_component  # noqa: F401  (the factories)
 from deid_runtime.context_rules import RULES_FILE, scanned_view
-from deid_runtime.regex_pack import RegexPack
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
+PACKS_DIR = CHECKOUT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / RULES_FILE).exists())
-_PACKS: dict[str, RegexPack] = {}
-
-
-def _pack(locale: str) -> RegexPack:
-    return _PACKS.setdefault(locale, RegexPack.from_dir(PACKS_DIR / locale))
 
 
 def _cases():
     for locale in LOCALES:
-        for result in run_rule_cases(_pack(locale)):
+        for result in run_rule_cases(regex_pack(locale)):
             kind = "neg" if result.negative else "pos"
             yield pytest.param(locale, result.pattern, result.index, id=f"{locale}:{result.pattern}:{result.index}:{kind}")
 
@@ -45,13 +39,13 @@ def test_every_locale_has_rules():
 
 @pytest.mark.parametrize("locale,rule,index", list(_cases()))
 def test_rule_case(locale: str, rule: str, index: int):
-    result = next(r for r in run_rule_cases(_pack(locale)) if r.pattern == rule and r.index == index)
+    result = next(r for r in run_rule_cases(regex_pack(locale)) if r.pattern == rule and r.index == index)
     assert result.passed, result.describe()
 
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_every_rule_has_positive_and_negative_cases(locale: str):
-    assert rule_problems(_pack(locale)) == []
+    assert rule_problems(regex_pack(locale)) == []
 
 
 @pytest.mark.parametrize("locale", LOCALES)
@@ -103,7 +97,7 @@ def test_a_note_that_leaks_without_the_rules_is_redacted_with_them(locale, text,
     without = tmp_path / "without"
     shutil.copytree(PACKS_DIR / locale, without)
     (without / RULES_FILE).unlink()
-    shutil.copy(PROJECT_ROOT / "languages" / locale / "surrogate_data" / "titles.yml", without / "titles.yml")
+    shutil.copy(CHECKOUT / "languages" / locale / "surrogate_data" / "titles.yml", without / "titles.yml")
     assert not _redacted(_pipeline(locale, without)(text), phi), "the note no longer leaks without the rules"
     doc = _pipeline(locale, PACKS_DIR / locale)(text)
     assert _redacted(doc, phi)
@@ -121,7 +115,7 @@ def test_scanned_view_keeps_the_offsets_of_the_text():
     assert view is not None and "12345678Z" in view.text and "03/04/1950" in view.text
     start = view.text.index("12345678Z")
     assert text[slice(*view.to_text(start, start + 9))] == "1 2 3 4 5 6 7 8 Z"
-    matches = {m.text: m for m in _pack("es").find_rules(text)}
+    matches = {m.text: m for m in regex_pack("es").find_rules(text)}
     assert matches["1 2 3 4 5 6 7 8 Z"].validated  # the DNI's check letter, read without the spaces
     assert "O3/O4/1950" in matches
     for m in matches.values():
@@ -151,7 +145,7 @@ def test_a_saved_pipeline_carries_its_rules(tmp_path):
 def test_pack_test_runs_the_rule_cases(tmp_path):
     pack = tmp_path / "es"
     shutil.copytree(PACKS_DIR / "es", pack)
-    shutil.copy(PROJECT_ROOT / "languages" / "es" / "surrogate_data" / "titles.yml", pack / "titles.yml")
+    shutil.copy(CHECKOUT / "languages" / "es" / "surrogate_data" / "titles.yml", pack / "titles.yml")
     runner = CliRunner()
     assert runner.invoke(app, ["pack-test", "es", "--packs-dir", str(tmp_path)]).exit_code == 0
     rules = (pack / RULES_FILE).read_text(encoding="utf-8")

@@ -16,6 +16,7 @@ import spacy
 import srsly
 from spacy.language import Language
 
+from conftest import spans_of  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_factory.errors import (KINDS, _Lines, analyse_errors, classify_errors, load_context_rules,
                                  position_category, shape_categories, write_error_report)
 
@@ -48,15 +49,7 @@ PHI = sorted({s for s, _ in GOLD_A + GOLD_B} | {p for _, p in PATTERNS}
              | {"Aranda", "Quintanilla", "Fernández", "Olmo", "Elvira"})
 
 
-def _spans(text: str, gold: list[tuple[str, str]]) -> list[tuple[int, int, str]]:
-    out = []
-    for s, label in gold:
-        start = text.index(s)
-        out.append((start, start + len(s), label))
-    return out
-
-
-CORPUS = [("nota-a", NOTE_A, _spans(NOTE_A, GOLD_A)), ("nota-b", NOTE_B, _spans(NOTE_B, GOLD_B))]
+CORPUS = [("nota-a", NOTE_A, spans_of(NOTE_A, GOLD_A)), ("nota-b", NOTE_B, spans_of(NOTE_B, GOLD_B))]
 
 
 @Language.component("test_errors_person_ner")

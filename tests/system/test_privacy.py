@@ -1,6 +1,6 @@
 """Privacy: the router runs with no network, and no log line, report or error message of a stage or
 of the router holds a PHI string of its input. (The whole small build runs the same way with the same
-PHI check in tests/test_build_e2e.py, so CI builds only once.)
+PHI check in tests/system/test_build_e2e.py, so CI builds only once.)
 
 No network, twice over (network_isolation):
 * the kernel: the run starts in a new network namespace (faultkit.network_namespace_prefix:

@@ -17,6 +17,7 @@ import sys
 
 import pytest
 
+from conftest import spans_of  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_factory import augment as A
 
 NOTE = ("Paciente: Lucía Ferrer Gil\nNHC: 4050201\nTel: 600 120 340\nCorreo: lucia.ferrer@correo.es\n"
@@ -25,13 +26,8 @@ PHI = [("Lucía Ferrer Gil", "PERSON"), ("4050201", "ID"), ("600 120 340", "PHON
        ("lucia.ferrer@correo.es", "EMAIL"), ("Marta Soler", "PERSON")]
 
 
-def spans_of(text: str, phi=PHI) -> list[tuple[int, int, str]]:
-    out, pos = [], 0
-    for surface, label in phi:
-        start = text.index(surface, pos)
-        out.append((start, start + len(surface), label))
-        pos = start + len(surface)
-    return out
+def phi_spans(text: str, phi=PHI) -> list[tuple[int, int, str]]:
+    return spans_of(text, phi)
 
 
 class Always:
@@ -85,23 +81,23 @@ def test_spans_ok_rejects_what_a_reference_doc_cannot_take():
 
 
 def test_scan_spacing_spaces_digits_reads_zeros_as_o_and_opens_emails():
-    new, spans = A.scan_spacing(NOTE, spans_of(NOTE), Always())
+    new, spans = A.scan_spacing(NOTE, phi_spans(NOTE), Always())
     assert texts(new, spans) == ["Lucía  Ferrer  Gil", "4 O 5 O 2 O 1", "6 O O   1 2 O   3 4 O",
                                  "lucia . ferrer @ correo . es", "Marta  Soler"]
     # a space before punctuation that ends a word, never inside the name: "Soler ," (the span ends at "r")
     assert "Marta  Soler ," in new and "NHC :" in new
     # nothing but spaces and O-for-0 changed
     assert re.sub(r"\s", "", new).replace("O", "0") == re.sub(r"\s", "", NOTE).replace("O", "0")
-    assert A.scan_spacing(NOTE, spans_of(NOTE), Always(0.99)) == (NOTE, spans_of(NOTE))
+    assert A.scan_spacing(NOTE, phi_spans(NOTE), Always(0.99)) == (NOTE, phi_spans(NOTE))
     # numbers outside PHI are spaced and read alike: spacing is no sign of PHI
     note = NOTE.replace("tres semanas", "21 días con 1,5 g de paracetamol")
-    new, spans = A.scan_spacing(note, spans_of(note), Always())
+    new, spans = A.scan_spacing(note, phi_spans(note), Always())
     assert "2 1  días  con  1 , 5  g" in new and texts(new, spans)[1] == "4 O 5 O 2 O 1"
 
 
 def test_broken_lines_break_sentences_and_fields_outside_phi():
-    new, spans = A.broken_lines(NOTE, spans_of(NOTE), Always())
-    assert len(new) == len(NOTE) and spans == spans_of(NOTE)  # spaces became line breaks, one for one
+    new, spans = A.broken_lines(NOTE, phi_spans(NOTE), Always())
+    assert len(new) == len(NOTE) and spans == phi_spans(NOTE)  # spaces became line breaks, one for one
     assert new.startswith("Paciente:\nLucía Ferrer Gil\nNHC:\n4050201\n")  # field label / value
     assert all(len(line) <= 30 + 12 for line in new.split("\n"))  # wrapped at the drawn width (30)
     assert "reposo\nabsoluto" in new or "absoluto\ndurante" in new  # a sentence broken in the middle
@@ -115,7 +111,7 @@ def test_broken_lines_break_sentences_and_fields_outside_phi():
 
 
 def test_header_prose_runs_fields_into_a_sentence():
-    new, spans = A.header_prose(NOTE, spans_of(NOTE), Always())
+    new, spans = A.header_prose(NOTE, phi_spans(NOTE), Always())
     assert new.startswith("paciente Lucía Ferrer Gil, nhc 4050201, tel 600 120 340, correo lucia.ferrer@correo.es\nSe avisa")
     assert texts(new, spans) == [p for p, _ in PHI]
     # a label holding a digit or no PHI after the colon is not a header field
@@ -125,7 +121,7 @@ def test_header_prose_runs_fields_into_a_sentence():
 
 
 def test_name_lists_write_initials_capitals_and_a_staff_list():
-    new, spans = A.name_lists(NOTE, spans_of(NOTE), Always())
+    new, spans = A.name_lists(NOTE, phi_spans(NOTE), Always())
     assert texts(new, spans) == ["L. FERRER GIL", "4050201", "600 120 340", "lucia.ferrer@correo.es", "M. SOLER",
                                  "L. FERRER GIL", "M. SOLER"]
     assert new.endswith("\nL. FERRER GIL M. SOLER")  # the team list: names separated by spaces only
@@ -133,25 +129,25 @@ def test_name_lists_write_initials_capitals_and_a_staff_list():
     # hyphenated and double given names
     note = "Firmado: Jean-Pierre Martin y José Ramón Nadal Cortina."
     phi = [("Jean-Pierre Martin", "PERSON"), ("José Ramón Nadal Cortina", "PERSON")]
-    new, spans = A.name_lists(note, spans_of(note, phi), Always(), upper_surname=0.0, staff_list=0.0)
+    new, spans = A.name_lists(note, phi_spans(note, phi), Always(), upper_surname=0.0, staff_list=0.0)
     assert texts(new, spans) == ["J.-P. Martin", "J.R. Nadal Cortina"]
     # a one-word name or a name in lower case stays
     note = "Avisa a Pilar y a ana gil."
     phi = [("Pilar", "PERSON"), ("ana gil", "PERSON")]
-    assert A.name_lists(note, spans_of(note, phi), Always()) == (note, spans_of(note, phi))
+    assert A.name_lists(note, phi_spans(note, phi), Always()) == (note, phi_spans(note, phi))
 
 
 def test_lower_names_lowers_the_name_and_its_title():
     note = "Se avisa a la Dra. Marta Soler por el dolor.\nVisto por Dr. Pau Gil"
     phi = [("Marta Soler", "PERSON"), ("Pau Gil", "PERSON")]
-    new, spans = A.lower_names(note, spans_of(note, phi), Always(), whole_line=0.0)
+    new, spans = A.lower_names(note, phi_spans(note, phi), Always(), whole_line=0.0)
     assert new == "Se avisa a la dra. marta soler por el dolor.\nVisto por dr. pau gil"
     assert texts(new, spans) == ["marta soler", "pau gil"]
-    new, spans = A.lower_names(note, spans_of(note, phi), Always())  # whole lines
+    new, spans = A.lower_names(note, phi_spans(note, phi), Always())  # whole lines
     assert new == note.lower() and texts(new, spans) == ["marta soler", "pau gil"]
     # a character whose lower case is two characters stays: offsets never move
     note = "Visto por İlker Gil hoy"
-    new, spans = A.lower_names(note, spans_of(note, [("İlker Gil", "PERSON")]), Always(), whole_line=0.0)
+    new, spans = A.lower_names(note, phi_spans(note, [("İlker Gil", "PERSON")]), Always(), whole_line=0.0)
     assert texts(new, spans) == ["İlker gil"] and len(new) == len(note)
 
 
@@ -226,7 +222,7 @@ def _example(nlp, text, spans):
 
 
 def test_augmented_example_is_cut_by_the_training_tokenizer_with_exact_entities(nlp_es):
-    example = _example(nlp_es, NOTE, spans_of(NOTE))
+    example = _example(nlp_es, NOTE, phi_spans(NOTE))
     out = A.augment_example(nlp_es, example, A.scan_spacing, Always())
     assert out is not example and out.predicted.text == out.reference.text
     assert [(e.text, e.label_) for e in out.reference.ents] == [
@@ -237,7 +233,7 @@ def test_augmented_example_is_cut_by_the_training_tokenizer_with_exact_entities(
 
 
 def test_an_inexact_augmentation_leaves_the_example_as_it_was(nlp_es):
-    example = _example(nlp_es, NOTE, spans_of(NOTE))
+    example = _example(nlp_es, NOTE, phi_spans(NOTE))
 
     def off_tokens(text, spans, rng):  # a span that starts inside a word: not on token boundaries
         return "X" + text, [(s + 2, e + 1, lab) for s, e, lab in spans]
@@ -267,7 +263,7 @@ def test_rendered_config_chains_the_augmenters_in_the_training_corpus(tmp_path, 
     assert "augmenter = null" in render_config("es").split("[corpora.train]")[1].split("[training]")[0]
     db = DocBin()
     for _ in range(20):
-        db.add(_example(nlp_es, NOTE, spans_of(NOTE)).reference)
+        db.add(_example(nlp_es, NOTE, phi_spans(NOTE)).reference)
     db.to_disk(tmp_path / "train.spacy")
     cfg = load_config_from_str(render_config("es", augmenters=AUGMENTERS),
                                overrides={"paths.train": str(tmp_path / "train.spacy"),

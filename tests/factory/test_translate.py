@@ -354,7 +354,7 @@ def test_resume_redoes_records_whose_input_changed(argos_home, argos_packages, t
     assert sorted(out.read_text().splitlines()) == sorted(fresh.read_text().splitlines())
 
 
-MEDDOCAN = Path(__file__).resolve().parents[1].parent / "shared" / "corpora" / "meddocan" / "dev"
+MEDDOCAN = Path(__file__).resolve().parents[2].parent / "shared" / "corpora" / "meddocan" / "dev"
 
 
 @pytest.mark.shared(MEDDOCAN)

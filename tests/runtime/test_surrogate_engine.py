@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from conftest import FACTORY_ONLY, modules_loaded_by, spans_of  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_factory.placeholders import load_inventory, placeholderize
 from deid_factory.records import Record, Span, span_problems
 from deid_runtime import ids
@@ -27,17 +28,8 @@ KEY = b"test key: 32 bytes of not-secret"
 LOCALES = ["es", "fr", "en", "de"]
 
 
-def _spans(text, items):
-    out, pos = [], 0
-    for value, label in items:
-        start = text.index(value, pos)
-        out.append((start, start + len(value), label))
-        pos = start + len(value)
-    return out
-
-
 def _redact(text, items, lang="es", doc_id="doc", key=KEY, **kw):
-    out, spans = redact_text(text, _spans(text, items), "surrogate", lang=lang, doc_id=doc_id, key=key, **kw)
+    out, spans = redact_text(text, spans_of(text, items), "surrogate", lang=lang, doc_id=doc_id, key=key, **kw)
     return out, [out[s:e] for s, e, _ in spans]
 
 
@@ -356,7 +348,7 @@ def test_no_stray_spaces_and_spans_hold_their_surrogate():
              ("Hospital La Paz", "ORGANIZATION"), ("España", "LOCATION"), ("Dr. Luis Gil", "PERSON"),
              ("10.0.0.1", "IP"), ("www.ejemplo.es", "URL"), ("enfermera", "PROFESSION")]
     for i in range(30):
-        out, spans = redact_text(text, _spans(text, items), "surrogate", lang="es", doc_id=str(i), key=KEY)
+        out, spans = redact_text(text, spans_of(text, items), "surrogate", lang="es", doc_id=str(i), key=KEY)
         assert "  " not in out and " ," not in out and " ." not in out
         assert len(spans) == len(items)
         for s, e, label in spans:
@@ -375,11 +367,11 @@ def test_surrogates_come_from_the_key():
     assert _redact(text, items, key=KEY[::-1])[0] != a  # another key, other surrogates and shift
     assert Redactor(KEY).document("doc").date_shift != Redactor(KEY[::-1]).document("doc").date_shift
     with pytest.raises(SurrogateKeyError, match="surrogate mode needs a secret key"):
-        redact_text(text, _spans(text, items), "surrogate", lang="es", doc_id="doc")
+        redact_text(text, spans_of(text, items), "surrogate", lang="es", doc_id="doc")
     with pytest.raises(SurrogateKeyError, match="at least 16"):
         Redactor(b"short")
     # the demo key: allowed only when asked for, and it is not the secret one
-    demo = redact_text(text, _spans(text, items), "surrogate", lang="es", doc_id="doc", demo=True)[0]
+    demo = redact_text(text, spans_of(text, items), "surrogate", lang="es", doc_id="doc", demo=True)[0]
     assert demo != a and demo == _redact(text, items, key=demo_key(0))[0]
 
 
@@ -521,10 +513,7 @@ print('|'.join(out[s:e] for s, e, _ in new))
 
 
 def test_runtime_surrogates_import_nothing_factory_only():
-    code = ("import sys, deid_runtime.redact; "
-            "print(sorted(m for m in ('faker', 'argostranslate', 'torch', 'spacy', 'deid_factory.placeholders') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert modules_loaded_by("import deid_runtime.redact", FACTORY_ONLY + ("spacy",)) == []
 
 
 def test_shapes_hold_no_text():

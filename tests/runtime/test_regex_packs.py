@@ -2,7 +2,7 @@
 
 Each case in regex_packs/<lc>/pack.yml says: for this input, the whole pack reports exactly these
 matches of the pattern's label (or of the labels the case names). Negatives expect nothing.
-Run one locale alone with `pytest tests/test_regex_packs.py -k "fr"`.
+Run one locale alone with `pytest tests/runtime/test_regex_packs.py -k "fr"`.
 """
 
 from __future__ import annotations
@@ -15,25 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from deid_factory import PROJECT_ROOT
-from deid_factory.labels import CANONICAL_LABELS
+from conftest import CHECKOUT, regex_pack  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_factory.packs import check_case
+from deid_runtime.canonical import CANONICAL_LABELS
 from deid_runtime.regex_pack import RegexPack, trim
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
+PACKS_DIR = CHECKOUT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
-
-
-def _pack(locale: str) -> RegexPack:
-    return _PACKS.setdefault(locale, RegexPack.from_dir(PACKS_DIR / locale))
-
-
-_PACKS: dict[str, RegexPack] = {}
 
 
 def _all_cases():
     for locale in LOCALES:
-        for pattern in _pack(locale).patterns:
+        for pattern in regex_pack(locale).patterns:
             for index, case in enumerate(pattern.cases):
                 kind = "neg" if not case.get("expect") else "pos"
                 yield pytest.param(locale, pattern.name, index, id=f"{locale}:{pattern.name}:{index}:{kind}")
@@ -45,7 +38,7 @@ def test_every_locale_pack_is_found():
 
 @pytest.mark.parametrize("locale,pattern_name,index", list(_all_cases()))
 def test_pack_case(locale: str, pattern_name: str, index: int):
-    pack = _pack(locale)
+    pack = regex_pack(locale)
     pattern = next(p for p in pack.patterns if p.name == pattern_name)
     result = check_case(pack, pattern, index)
     assert result.passed, result.describe()
@@ -57,17 +50,17 @@ def test_pack_case(locale: str, pattern_name: str, index: int):
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_pack_has_enough_cases(locale: str):
-    cases = [c for p in _pack(locale).patterns for c in p.cases]
+    cases = [c for p in regex_pack(locale).patterns for c in p.cases]
     negatives = [c for c in cases if not c.get("expect")]
     assert len(cases) >= 40, f"{locale}: {len(cases)} cases, need at least 40"
     assert len(negatives) * 3 >= len(cases), f"{locale}: {len(negatives)} negatives of {len(cases)}, need a third"
-    untested = [p.name for p in _pack(locale).patterns if not p.cases]
+    untested = [p.name for p in regex_pack(locale).patterns if not p.cases]
     assert not untested, f"{locale}: patterns without cases: {untested}"
 
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_pack_labels_are_canonical_and_matches_trimmed(locale: str):
-    pack = _pack(locale)
+    pack = regex_pack(locale)
     assert set(pack.labels) <= set(CANONICAL_LABELS)
     for pattern in pack.patterns:
         for case in pattern.cases:
@@ -94,7 +87,7 @@ ADVERSARIAL = {
 @pytest.mark.parametrize("locale", LOCALES)
 def test_no_catastrophic_backtracking(locale: str):
     """Each pattern on each 100 kB adversarial input; the whole pack must finish well within a second."""
-    pack = _pack(locale)
+    pack = regex_pack(locale)
     slowest = (0.0, "", "")
     total = 0.0
     for input_name, text in ADVERSARIAL.items():
@@ -151,7 +144,7 @@ def _pairwise_reference(pack: RegexPack, text: str) -> list:
 
 @pytest.mark.parametrize("locale", LOCALES)
 def test_overlap_resolution_agrees_with_pairwise_reference(locale: str):
-    pack = _pack(locale)
+    pack = regex_pack(locale)
     text = " ".join(case["text"] for pattern in pack.patterns for case in pattern.cases)
     found = pack.find(text)
     assert found == _pairwise_reference(pack, text)
@@ -162,7 +155,7 @@ def test_overlap_resolution_agrees_with_pairwise_reference(locale: str):
 def test_many_matches_do_not_make_find_quadratic(locale: str):
     """30 000 e-mail addresses in 210 kB: resolving overlaps by comparing each match with every kept
     one took about 50 s here; with neighbour checks (bisect) it takes well under a second."""
-    pack = _pack(locale)
+    pack = regex_pack(locale)
     text = "a@b.fr " * 30_000
     started = time.process_time()
     found = pack.find(text)

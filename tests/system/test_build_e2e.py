@@ -4,7 +4,7 @@ language project (its folder with surrogate_data/, its regex pack and its synthe
 files its steps declare as deps) into a temporary tree so the checkout stays clean, and installs
 the wheel into a temporary --target (PIP_TARGET) instead of the test environment.
 
-The builds, and the loading of the wheel they installed, run with no network (tests/test_privacy.py's
+The builds, and the loading of the wheel they installed, run with no network (tests/system/test_privacy.py's
 network_isolation: a network namespace with loopback only where the kernel allows it, and the Python
 socket guard, which logs any attempt, in every process), and everything they print or log is searched
 for the PHI strings of their input corpus."""
@@ -191,7 +191,7 @@ def test_small_es_build_selftrain_from_unlabeled_notes(e2e_es_build, tmp_path):
     """`spacy project run build-selftrain es --vars.unlabeled_path FOLDER`, offline: the pipeline labels
     the notes, one round retrains on them, the report counts them, the pseudo-labelled corpus stays in
     the project's corpus folder, the wheel is built, and no text of the notes is printed or reported
-    (the unit tests of tests/test_selftrain.py show that a retrained model uses the pseudo-labels).
+    (the unit tests of tests/factory/test_selftrain.py show that a retrained model uses the pseudo-labels).
     It runs in a copy of the shared es build: the steps up to train are the same and are skipped."""
     for folder in ("languages", "regex_packs", "corpora"):
         if (e2e_es_build.root / folder).is_dir():

@@ -15,44 +15,31 @@ from pathlib import Path
 import pytest
 from stdnum.fr import nir as std_nir
 
-import deid_factory.locale  # noqa: F401 - registers the project's languages/ with the surrogate engine
-from deid_factory import PROJECT_ROOT
+from conftest import CHECKOUT, regex_pack, spans_of, use_checkout_surrogate_data  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_runtime import surrogates as S
 from deid_runtime.redact import Redactor, redact
 from deid_runtime.surrogates import values
 from deid_runtime.text import fold
 
+use_checkout_surrogate_data()  # languages/<lc>/surrogate_data/ of this checkout
 KEY = b"test key: 32 bytes of not-secret"
 DOC_IDS = [f"doc{i}" for i in range(24)]
 
 
-def _spans(text, items):
-    out, pos = [], 0
-    for value, label in items:
-        start = text.index(value, pos)
-        out.append((start, start + len(value), label))
-        pos = start + len(value)
-    return out
-
-
-@lru_cache(maxsize=None)
 def _lexicon(lang):
-    from deid_factory.package import default_pack_dir
-    from deid_runtime.regex_pack import RegexPack
-
-    return RegexPack.from_dir(default_pack_dir(lang)).clinical
+    return regex_pack(lang).clinical
 
 
 def _redact(text, items, lang, doc_id):
     """(redacted text, the surrogate of each item): the checks read the locale's clinical lexicon."""
-    done = redact(text, _spans(text, items), "surrogate", lang=lang, doc_id=doc_id, key=KEY, lexicon=_lexicon(lang))
+    done = redact(text, spans_of(text, items), "surrogate", lang=lang, doc_id=doc_id, key=KEY, lexicon=_lexicon(lang))
     return done.text, [done.text[s:e] for s, e, _ in done.spans]
 
 
 @lru_cache(maxsize=None)
 def _real_pairs(lang):
     """(town, postal code) pairs as cities.tsv lists them, read here without the engine."""
-    path = PROJECT_ROOT / "languages" / lang / "surrogate_data" / "cities.tsv"
+    path = CHECKOUT / "languages" / lang / "surrogate_data" / "cities.tsv"
     return {tuple(line.split("\t")) for line in Path(path).read_text(encoding="utf-8").splitlines()
             if line.strip() and not line.startswith("#")}
 
@@ -209,9 +196,9 @@ def test_a_patients_documents_agree_whatever_each_writes_around_a_value():
     redactor = Redactor(KEY)
     first = "Vue à la Clinique Pasteur, 69003 Lyon."
     second = "Clinique Pasteur, code postal 69003."
-    a = redactor.redact(first, _spans(first, [("Clinique Pasteur", "ORGANIZATION"), ("69003 Lyon", "LOCATION")]), "a", "fr",
+    a = redactor.redact(first, spans_of(first, [("Clinique Pasteur", "ORGANIZATION"), ("69003 Lyon", "LOCATION")]), "a", "fr",
                         patient_id="p1", lexicon=_lexicon("fr"))
-    b = redactor.redact(second, _spans(second, [("Clinique Pasteur", "ORGANIZATION"), ("69003", "LOCATION")]), "b", "fr",
+    b = redactor.redact(second, spans_of(second, [("Clinique Pasteur", "ORGANIZATION"), ("69003", "LOCATION")]), "b", "fr",
                         patient_id="p1", lexicon=_lexicon("fr"))
     (clinic_a, place_a), (clinic_b, postal_b) = ([d.text[s:e] for s, e, _ in d.spans] for d in (a, b))
     assert clinic_a == clinic_b and place_a.split()[0] == postal_b, (a.text, b.text)

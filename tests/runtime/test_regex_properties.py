@@ -1,6 +1,6 @@
 """Property-based safety tests for every pattern of every locale regex pack (hypothesis).
 
-tests/test_regex_packs.py feeds eleven fixed 100 kB strings to every pattern; here hypothesis
+tests/runtime/test_regex_packs.py feeds eleven fixed 100 kB strings to every pattern; here hypothesis
 generates the inputs instead, from three sources:
   - random unicode text;
   - text over the alphabet the pattern itself uses (the characters of its regex and of its test
@@ -24,7 +24,7 @@ deid_regex_pack component runs on a Doc's text):
 Profiles (registered in tests/conftest.py): `ci`, the default, replays a fixed set of examples
 (derandomized: the same on every run, so a failure reproduces); `HYPOTHESIS_PROFILE=explore` draws
 fresh random examples on every run, ten times as many. Hypothesis prints the shrunk input. Run one
-locale with `pytest tests/test_regex_properties.py -k "fr:"`.
+locale with `pytest tests/runtime/test_regex_properties.py -k "fr:"`.
 """
 
 from __future__ import annotations
@@ -42,12 +42,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import hypothesis_examples
-from deid_factory import PROJECT_ROOT
-from deid_factory.labels import CANONICAL_LABELS
+from conftest import CHECKOUT, hypothesis_examples
+from deid_runtime.canonical import CANONICAL_LABELS
 from deid_runtime.regex_pack import BOUNDARY_CHARS, Pattern, RegexPack, trim
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
+PACKS_DIR = CHECKOUT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
 
 # The loaded profile (conftest.py: ci = a fixed replay, or HYPOTHESIS_PROFILE=explore): no example

@@ -1,7 +1,7 @@
 """Scale-out on Dask (factory/scaleout.py) for `factory redact`: a local cluster of 2 worker processes
 gives the bytes of the in-process run; a worker killed mid-run loses nothing (its shards run again);
 a client killed mid-run resumes from its journal to the same bytes, no document written twice or lost.
-(`factory translate --workers 2` on the same module: tests/test_translate.py.)"""
+(`factory translate --workers 2` on the same module: tests/factory/test_translate.py.)"""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import spacy
 from spacy.tokens import Span
 
-from deid_factory import PROJECT_ROOT
+from conftest import CHECKOUT  # tests/ is on sys.path (pyproject's pythonpath)
 
-ES_PACK = str(PROJECT_ROOT / "regex_packs" / "es")
+ES_PACK = str(CHECKOUT / "regex_packs" / "es")
 TEXT = ("Paciente con NHC: 1234567 y DNI 12345678Z, ingresa el 12 de marzo de 2019. "
         "Tfno: 912 345 678, correo ana.ruiz@salud.es. Leucocitos 12000 Neutrófilos 70 %.")
 

@@ -5,7 +5,7 @@ or an unwritable output folder stops a stage with one clear line and leaves earl
 Byte-precise full disks are Python-level (faultkit.FULL_DISK_SITECUSTOMIZE): the kernel's tmpfs
 counts whole 4 KiB pages, too coarse to fail "half-way through the fourth record". Every writing
 command also runs out of space on a real, size-limited tmpfs (the kernel's ENOSPC) in
-tests/test_faults_commands.py; /dev/full, the kernel's always-full device, checks the append path here.
+tests/system/test_faults_commands.py; /dev/full, the kernel's always-full device, checks the append path here.
 """
 
 from __future__ import annotations

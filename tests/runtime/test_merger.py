@@ -3,6 +3,7 @@
 import spacy
 from spacy.tokens import Span
 
+from conftest import CHECKOUT  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_runtime.merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, DeidMerger
 
 
@@ -61,12 +62,11 @@ def test_non_canonical_ner_labels_are_dropped():
 
 
 def test_factory_in_a_pipeline_with_the_regex_pack():
-    from deid_factory.package import default_pack_dir
     from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank("es")
     comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
-    comp.pack = RegexPack.from_dir(default_pack_dir("es"))
+    comp.pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")
     nlp.add_pipe("deid_merger")
     doc = nlp("Correo: ana.perez@hospital.es, DNI 12345678Z.")
     labels = {e.label_ for e in doc.ents}
@@ -77,7 +77,6 @@ def test_factory_in_a_pipeline_with_the_regex_pack():
 def test_check_digits_not_score_decide_what_beats_the_ner():
     """With the pack in the pipeline, a DNI whose letter is right beats an NER name on the same
     tokens; a labelled number whose check fails (a generic ID) does not beat an NER organisation."""
-    from deid_factory.package import default_pack_dir
     from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank("es")
@@ -90,7 +89,7 @@ def test_check_digits_not_score_decide_what_beats_the_ner():
 
     nlp.add_pipe("fake_ner_over_ids")
     comp = nlp.add_pipe("deid_regex_pack", config={"write_ents": False})
-    comp.pack = RegexPack.from_dir(default_pack_dir("es"))
+    comp.pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")
     nlp.add_pipe("deid_merger")
     doc = nlp("DNI: 12345678Z y DNI: 12345678A hoy")
     final = {e.text: (e.label_, e._.deid_validated) for e in doc.ents}
@@ -193,11 +192,10 @@ def test_ner_spans_do_not_start_or_end_with_punctuation_but_keep_partnered_brack
 def _with_facts(text, ner, lang="es"):
     """text through a blank pipeline with the locale's real pack (and its clinical lexicon) and the
     merger, the NER's entities given as (substring, label); the final (text, label) entities."""
-    from deid_factory.package import default_pack_dir
     from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank(lang)
-    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(default_pack_dir(lang))
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / lang)
     nlp.add_pipe("deid_merger")
     doc = nlp.make_doc(text)
     ents = []
@@ -256,11 +254,10 @@ def test_pack_dates_and_validated_identifiers_stay_phi_over_a_fact():
 def test_the_pack_alone_keeps_its_matches_out_of_facts():
     """Without a merger (write_ents=True, the router's union fallback), the pack component leaves
     out its own matches that overlap a fact: "plaquetas 912.000.000" is no phone."""
-    from deid_factory.package import default_pack_dir
     from deid_runtime.regex_pack import RegexPack
 
     nlp = spacy.blank("es")
-    nlp.add_pipe("deid_regex_pack").pack = RegexPack.from_dir(default_pack_dir("es"))
+    nlp.add_pipe("deid_regex_pack").pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")
     doc = nlp("Control: plaquetas 912 345 678, teléfono 912 345 678.")
     assert [(e.text, e.label_) for e in doc.ents] == [("912 345 678", "PHONE")]
     assert doc.ents[0].start_char == doc.text.index("teléfono") + len("teléfono ")
@@ -270,7 +267,7 @@ def test_the_pack_alone_keeps_its_matches_out_of_facts():
 def _checked(text, ner, checks=True):
     from deid_runtime.regex_pack import RegexPack
 
-    RegexPack.from_dir(__import__("deid_factory").PROJECT_ROOT / "regex_packs" / "es")  # registers its rules' words
+    RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")  # registers its rules' words
     doc = _doc(text, ner=ner, regex=[])
     merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
                         plausibility_checks=checks)
@@ -385,7 +382,7 @@ def test_conventions_pass_an_empty_candidate_at_the_end_of_the_doc_through():
 def _shaped(text, ner, shape_checks=True):
     from deid_runtime.regex_pack import RegexPack
 
-    pack_dir = __import__("deid_factory").PROJECT_ROOT / "regex_packs" / "es"
+    pack_dir = CHECKOUT / "regex_packs" / "es"
     RegexPack.from_dir(pack_dir)  # registers its rules' date words
     from deid_runtime.clinical import ClinicalLexicon, register
 

@@ -12,8 +12,7 @@ import tomllib
 
 import pytest
 
-from deid_factory import PROJECT_ROOT
-from deid_factory import locale as _locale  # noqa: F401  (registers the project's surrogate data)
+from conftest import CHECKOUT, use_checkout_surrogate_data  # tests/ is on sys.path (pyproject's pythonpath)
 from deid_runtime import clinical
 from deid_runtime.clinical import CHECKS_FILE, CLINICAL_FILE, ClinicalLexicon, case_result
 from deid_runtime.regex_pack import RegexPack
@@ -23,7 +22,8 @@ from deid_runtime.text import fold
 
 from test_regex_packs import ADVERSARIAL  # the packs' 100 kB inputs: digit runs, dots, @...
 
-PACKS_DIR = PROJECT_ROOT / "regex_packs"
+use_checkout_surrogate_data()  # the locales' names, which no drug or unit word may be
+PACKS_DIR = CHECKOUT / "regex_packs"
 LOCALES = sorted(p.name for p in PACKS_DIR.iterdir() if (p / "pack.yml").exists())
 _LEXICONS: dict[str, ClinicalLexicon] = {}
 
@@ -115,7 +115,7 @@ def test_no_drug_or_unit_word_is_a_name_of_the_locale(lc):
     """A lexicon word is never PHI, so it must not be a given name, surname, city or street of the
     locale: else a real name next to a dose would be let out. Checked against the surrogate data
     (and Faker's name lists of the locale when Faker is installed)."""
-    folder = PROJECT_ROOT / "languages" / lc / "surrogate_data"
+    folder = CHECKOUT / "languages" / lc / "surrogate_data"
     names: set[str] = set()
     for name in ("given_female.txt", "given_male.txt", "surnames.txt", "cities.tsv", "streets.txt"):
         path = folder / name
@@ -173,7 +173,7 @@ def test_a_pack_without_clinical_files_still_loads(tmp_path):
 def test_the_factory_wheel_ships_every_file_of_the_packs():
     """pyproject.toml's package-data for regex_packs must match each file of each pack folder (the
     drug lists are .txt): a file it misses is absent from `pip install .` and `factory pack-test`."""
-    config = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    config = tomllib.loads((CHECKOUT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["deid_factory.shipped.regex_packs"]
     for path in PACKS_DIR.glob("*/*"):
         relative = str(path.relative_to(PACKS_DIR))

@@ -11,7 +11,7 @@ properties:
     mask and surrogate modes, and no final PHI span touches one;
   * fail closed: a gold PHI span that a candidate of its label covered stays covered (a name next to
     a dose is still a name), and in tag mode its text is gone.
-A real trained pipeline on the issue's note: tests/test_redact.py::test_the_issues_note_through_a_real_pipeline_keeps_every_clinical_fact.
+A real trained pipeline on the issue's note: tests/runtime/test_redact.py::test_the_issues_note_through_a_real_pipeline_keeps_every_clinical_fact.
 """
 
 from __future__ import annotations
@@ -25,12 +25,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import hypothesis_examples
-from deid_factory import PROJECT_ROOT
-from deid_factory import locale as _locale  # noqa: F401  (registers the project's surrogate data)
+from conftest import CHECKOUT, hypothesis_examples, use_checkout_surrogate_data
 from deid_runtime.canonical import CANONICAL_LABELS
 
-DATA = Path(__file__).parent / "data" / "clinical"
+use_checkout_surrogate_data()
+DATA = Path(__file__).resolve().parents[1] / "data" / "clinical"
 LOCALES = ["es", "fr", "en", "de", "it", "pt", "nl"]
 FACT_SLOTS = ("drug", "dose", "schedule", "lab", "vital", "duration")
 KEY = b"property test key, 32 bytes long"
@@ -52,7 +51,7 @@ def _pipeline(lc: str):
     from deid_runtime.tokenization import blank
 
     nlp = blank(lc)
-    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(PROJECT_ROOT / "regex_packs" / lc)
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(CHECKOUT / "regex_packs" / lc)
     nlp.add_pipe("deid_merger")
     return nlp
 
