@@ -379,3 +379,48 @@ def test_conventions_pass_an_empty_candidate_at_the_end_of_the_doc_through():
              _Candidate(len(doc), len(doc), "DATE", "ner", 0.5, False, "")]
     out = apply_conventions(doc, cands, None, True)
     assert [(doc[c.start:c.end].text, c.label) for c in out] == [("21 au 22/06", "DATE"), ("", "DATE")]
+
+
+class _PassCountingDoc(spacy.tokens.Doc):
+    """A Doc that counts the passes over all its tokens: iterations and `doc.text` (which spaCy builds
+    anew from every token at each access)."""
+
+    passes = 0
+
+    def __iter__(self):
+        type(self).passes += 1
+        return super().__iter__()
+
+    @property
+    def text(self):
+        type(self).passes += 1
+        return spacy.tokens.Doc.text.__get__(self)
+
+
+def _whole_document_passes(segments: int) -> tuple[int, int]:
+    """(passes over the whole Doc, entities) of the pack + merger (plausibility checks on: the context
+    rules and the clinical lexicon run too) on one text of `segments` copies of a note line."""
+    from deid_factory.package import default_pack_dir
+    from deid_runtime.regex_pack import RegexPack
+
+    nlp = spacy.blank("es")
+    nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = RegexPack.from_dir(default_pack_dir("es"))
+    nlp.add_pipe("deid_merger", config={"plausibility_checks": True})
+    line = "Acude Marta Soler Vidal, DNI 12345678Z, el 12/03/2020 a Lugo; tel. 600 123 456; paracetamol 1 g. "
+    made = nlp.make_doc(line * segments)
+    doc = _PassCountingDoc(nlp.vocab, words=[t.text for t in made], spaces=[bool(t.whitespace_) for t in made])
+    doc.ents = [Span(doc, t.i, t.i + 3, label="PERSON") for t in doc if t.text == "Marta"]
+    _PassCountingDoc.passes = 0
+    for _, component in nlp.pipeline:
+        doc = component(doc)
+    return _PassCountingDoc.passes, len(doc.ents)
+
+
+def test_pack_and_merger_pass_over_a_long_doc_a_fixed_number_of_times():
+    """Work that grows with the candidates times the document is what made a 10 MB note cost 500 CPU
+    seconds (docs/redact.md): apply_conventions read doc.text, a join over every token, once per
+    candidate. Counted, not timed: four times the candidates, the same number of whole-Doc passes."""
+    small_passes, small_ents = _whole_document_passes(10)
+    big_passes, big_ents = _whole_document_passes(40)
+    assert small_ents >= 40 and big_ents == 4 * small_ents  # the candidates did grow
+    assert big_passes == small_passes <= 4

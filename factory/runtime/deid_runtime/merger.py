@@ -335,12 +335,13 @@ def apply_conventions(doc: Doc, chosen: list[_Candidate], titles: re.Pattern | N
             c = _Candidate(c.start, c.end, "ID", c.source, c.score, c.validated, c.kind)
         out.append(c)
     joined: list[_Candidate] = []
+    text = doc.text  # built anew from every token at each access: once per Doc, not per candidate
     for c in sorted(out, key=lambda c: c.start):
         prev = joined[-1] if joined else None
         if prev is None or c.start >= c.end or prev.start >= prev.end:
             joined.append(c)  # nothing to join (an empty candidate has no text, and may sit at the doc's end)
             continue
-        between = doc.text[doc[prev.end - 1].idx + len(doc[prev.end - 1].text):doc[c.start].idx]
+        between = text[doc[prev.end - 1].idx + len(doc[prev.end - 1].text):doc[c.start].idx]
         if (postcode_in_address and prev.label == "ADDRESS" and c.label == "LOCATION"
                 and _POSTCODE.match(doc[c.start:c.end].text) and _BETWEEN_STREET_AND_POSTCODE.match(between)):
             joined[-1] = _Candidate(prev.start, c.end, "ADDRESS", prev.source, max(prev.score, c.score),
