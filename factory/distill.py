@@ -276,7 +276,7 @@ def read_notes(nlp, labeled: Sequence[str | Path] = (), unlabeled: Sequence[str 
 def distill_student(teacher_path: str | Path, config_path: str | Path, out_dir: str | Path,
                     train: Sequence[str | Path] = (), unlabeled: Sequence[str | Path] = (),
                     dev: str | Path | None = None, max_epochs: int | None = None,
-                    max_notes: int | None = None) -> dict:
+                    max_notes: int | None = None, o_bias: float | None = None) -> dict:
     """Train the student of `config_path` on the teacher's distributions over the labeled `train`
     DocBins and the `unlabeled` notes; save the best epoch (lowest loss to the teacher on `dev`, or
     on a tenth of the notes held out when no dev is given) and the student pipeline. Returns the
@@ -347,8 +347,8 @@ def distill_student(teacher_path: str | Path, config_path: str | Path, out_dir: 
     student.to_disk(staging / "model-last")
 
     best_model = spacy.load(staging / "model-best")
-    pipeline = student_pipeline(best_model, teacher)
-    pipeline.to_disk(staging / "pipeline")
+    pipeline = student_pipeline(best_model, teacher, o_bias)
+    save_student_pipeline(pipeline, staging / "pipeline")
     gold_scores = score_on_gold(pipeline, dev_docs) if any(len(d.ents) for d in dev_docs) else None
     for name in ("model-best", "model-last", "pipeline"):
         target = out_dir / name
@@ -368,19 +368,27 @@ def distill_student(teacher_path: str | Path, config_path: str | Path, out_dir: 
     return summary
 
 
-def student_pipeline(student, teacher):
+def student_pipeline(student, teacher, o_bias: float | None = None):
     """The student's tagger followed by the teacher's components after its tagger (regex pack,
-    merger), decoding at the teacher's o_bias: the two pipelines differ by their tagger only."""
+    merger), decoding at the teacher's o_bias (or `o_bias`): the two pipelines differ by their
+    tagger only. Saved with save_student_pipeline(), which writes the o_bias into the config."""
     names = teacher.pipe_names
     for name in names[names.index(TAGGER) + 1:]:
         student.add_pipe(name, source=teacher)
-    bias = teacher.get_pipe(TAGGER).o_bias
-    student.get_pipe(TAGGER).o_bias = bias
-    student.config["components"][TAGGER]["o_bias"] = bias
+    student.get_pipe(TAGGER).o_bias = teacher.get_pipe(TAGGER).o_bias if o_bias is None else float(o_bias)
     student.meta.update({k: v for k, v in teacher.meta.items() if k in ("name", "version", "license")})
     student.meta["description"] = (f"{teacher.meta.get('description', '')} Tagger distilled from the "
                                    f"default's ({TAGGER} with a small tok2vec of its own).").strip()
     return student
+
+
+def save_student_pipeline(pipeline, folder: Path) -> None:
+    """to_disk, then the o_bias into the saved config: nlp.config is rebuilt from the component's
+    construction settings, so the attribute alone would be lost at the next spacy.load."""
+    from .package import set_recall_bias
+
+    pipeline.to_disk(folder)
+    set_recall_bias(folder, pipeline.get_pipe(TAGGER).o_bias)
 
 
 def score_on_gold(pipeline, docs) -> dict:
@@ -416,13 +424,14 @@ def distill_command(
     dev: Path = typer.Option(None, "--dev", help="Held-out notes (DocBin) that choose the epoch; default a tenth of the notes"),
     max_epochs: int = typer.Option(None, "--max-epochs", help="Override the config's max_epochs"),
     max_notes: int = typer.Option(None, "--max-notes", help="At most this many labeled and this many unlabeled notes"),
+    o_bias: float = typer.Option(None, "--o-bias", min=0.0, help="o_bias of the student pipeline's tagger (default: the teacher's)"),
 ) -> None:
     """Distill a small deid_tagger from a trained pipeline's tag probabilities (teacher -> student).
     Reports counts, losses and agreement, no text."""
     setup_command_logging()
     with writes_to(out / "distill_summary.json"):
         try:
-            summary = distill_student(teacher, config, out, train, unlabeled, dev, max_epochs, max_notes)
+            summary = distill_student(teacher, config, out, train, unlabeled, dev, max_epochs, max_notes, o_bias)
         except DistillError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(1)

@@ -48,14 +48,20 @@ def _phi_agreement(student_nlp, teacher_nlp, texts):
 
 @pytest.fixture(scope="module")
 def distilled(tmp_path_factory, train_tagger_pipeline):
+    import shutil
+
+    from deid_factory.package import set_recall_bias
+
     root = tmp_path_factory.mktemp("distill")
+    teacher = root / "teacher"  # the tiny pipeline at a recall setting of its own, which the student must keep
+    shutil.copytree(train_tagger_pipeline, teacher)
+    set_recall_bias(teacher, 2.5)
     unlabeled = root / "notes.jsonl"
     # notes the teacher never saw, with annotations that must be ignored (everything a PERSON)
     srsly.write_jsonl(unlabeled, [{"id": r["id"], "text": r["text"], "spans": [{"start": 0, "end": 4, "label": "PERSON"}]}
                                    for r in train_make_records(80, seed=11)])
-    summary = distill_student(train_tagger_pipeline, _tiny_config(root), root / "out", unlabeled=[unlabeled],
-                              max_epochs=8)
-    return {"root": root, "summary": summary, "teacher": train_tagger_pipeline}
+    summary = distill_student(teacher, _tiny_config(root), root / "out", unlabeled=[unlabeled], max_epochs=8)
+    return {"root": root, "summary": summary, "teacher": teacher}
 
 
 def test_the_student_tags_the_phi_the_teacher_tags_on_held_out_notes(distilled):
@@ -85,7 +91,7 @@ def test_the_student_pipeline_differs_from_the_teacher_by_its_tagger_only(distil
     teacher = spacy.load(distilled["teacher"])
     pipeline = spacy.load(distilled["root"] / "out" / "pipeline")
     assert pipeline.pipe_names == [n for n in teacher.pipe_names if n != "tok2vec"]
-    assert pipeline.get_pipe("deid_tagger").o_bias == teacher.get_pipe("deid_tagger").o_bias
+    assert pipeline.get_pipe("deid_tagger").o_bias == teacher.get_pipe("deid_tagger").o_bias == 2.5
     assert pipeline.config["components"]["deid_merger"] == teacher.config["components"]["deid_merger"]
     # the student is smaller, and the summary holds counts and scores, no text
     summary = distilled["summary"]
