@@ -21,6 +21,11 @@ bench/results/meddocan.md and .json. Without ../shared the benchmark says so and
 
 Run: .venv/bin/python bench/bench_meddocan.py [--only baseline,tagger] [--max-epochs 20]
      .venv/bin/python bench/bench_meddocan.py --speed   (CPU words/s of the built systems vs Presidio)
+     .venv/bin/python bench/bench_meddocan.py --frontier default=PIPELINE,student=PIPELINE
+        (any built pipelines, e.g. the default deid_es and its distilled student, beside Presidio and the
+        tokenizer alone, in one run: on the final half and on the independent tuning notes of es
+        (multi_tune/es.txt), CPU words/s of a process pinned to one core, the ratio to Presidio and to the
+        tokenizer alone, token recall and strict F1; bench/results/frontier.json and frontier.md)
 A system trains for an hour or more on 2 busy cores.
 """
 
@@ -289,12 +294,137 @@ def render(results: dict) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- the frontier of given pipelines
+MULTI_TUNE_ES = PROJECT_ROOT.parent / "shared" / "corpora" / "multi_tune" / "es.txt"
+
+
+def tokenizer_worker(pipeline: str, texts_json: str, out: str) -> None:
+    """The pipeline's tokenizer alone over the texts, in this process pinned to one core: the
+    physical limit of any spaCy pipeline with that tokenizer (every component runs after it)."""
+    import spacy
+
+    sys.path.insert(0, str(PROJECT_ROOT / "bench"))
+    from bench_deid import pin_to_one_core, rss_mb
+
+    pinned = pin_to_one_core()
+    texts = json.loads(Path(texts_json).read_text(encoding="utf-8"))
+    tokenizer = spacy.load(pipeline).tokenizer
+    list(tokenizer.pipe(texts[:2]))
+    started = time.process_time()
+    tokens = sum(len(doc) for doc in tokenizer.pipe(texts))
+    seconds = time.process_time() - started
+    Path(out).write_text(json.dumps({"system": f"tokenizer of {pipeline}", "cpu": pinned, "seconds": seconds,
+                                     "tokens": tokens, "peak_rss_mb": round(rss_mb("VmHWM"), 1)}), encoding="utf-8")
+
+
+def _timed_tokenizer(pipeline: str, texts: list[str]) -> dict:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench_tok_") as tmp:
+        texts_json, out = Path(tmp) / "texts.json", Path(tmp) / "out.json"
+        texts_json.write_text(json.dumps(texts), encoding="utf-8")
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        subprocess.run([sys.executable, __file__, "--tokenizer-worker", pipeline, str(texts_json), str(out)],
+                       check=True, env=env, capture_output=True)
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _fastest(runs: list[dict | None]) -> dict | None:
+    done = [r for r in runs if r]
+    return min(done, key=lambda r: r["seconds"]) if done else None
+
+
+def frontier(pipelines: dict[str, str], repeat: int = 1) -> None:
+    """Each named pipeline, Presidio and the tokenizer alone (of the first pipeline) on MEDDOCAN dev's
+    final half and on the es independent tuning notes: scores of one pass (the project's metrics,
+    combined pipeline; MEDDOCAN's postcode convention on its half) and CPU words/s of a process pinned
+    to one core (bench_deid's worker; the fastest of `repeat` interleaved runs)."""
+    import platform
+
+    sys.path.insert(0, str(PROJECT_ROOT / "bench"))
+    from bench_deid import _WORD, run_system
+    from bench_multi_tune import score_pipeline
+
+    from deid_factory.evaluate import load_corpus, score_system
+
+    if not (SHARED / "dev").is_dir():
+        print(f"MEDDOCAN not found at {SHARED}: nothing to benchmark")
+        return
+    sets = {"MEDDOCAN dev, final half": [(r.id, r.text, [(s.start, s.end, s.label) for s in r.spans])
+                                         for r in split_dev(SHARED / "dev")["final"]]}
+    if MULTI_TUNE_ES.exists():
+        sets["es independent tuning notes"] = load_corpus(MULTI_TUNE_ES, lang="es")
+    first = next(iter(pipelines.values()))
+    result = {"date": dt.date.today().isoformat(), "commit": git_commit(), "pipelines": pipelines, "repeat": repeat,
+              "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
+                         f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at the start", "sets": {}}
+    for set_name, data in sets.items():
+        texts, gold = [t for _, t, _ in data], [g for _, _, g in data]
+        words = sum(len(_WORD.findall(t)) for t in texts)
+        rows = {}
+        for name, pipeline in pipelines.items():
+            scores, _ = score_pipeline(pipeline, data, meddocan=set_name.startswith("MEDDOCAN"))
+            rows[name] = {"pipeline": pipeline, "scores": scores["deid"]}
+        timed = {name: [] for name in [*pipelines, "presidio", "tokenizer"]}
+        for _ in range(max(1, repeat)):  # interleaved: a busy spell of the machine slows every system alike
+            for name, pipeline in pipelines.items():
+                timed[name].append(run_system("deid", "es", texts, pipeline))
+            timed["presidio"].append(run_system("presidio", "es", texts, None))
+            timed["tokenizer"].append(_timed_tokenizer(first, texts))
+        presidio = _fastest(timed["presidio"])
+        if presidio:
+            rows["presidio"] = {"pipeline": presidio["system"],
+                                "scores": score_system(texts, gold, [[tuple(s) for s in p] for p in presidio["preds"]])}
+        rows["tokenizer"] = {"pipeline": f"the tokenizer of {first} alone", "scores": None}
+        for name, row in rows.items():
+            best = _fastest(timed[name])
+            row["cpu_seconds"] = round(best["seconds"], 3) if best else None
+            row["words_per_cpu_s"] = round(words / best["seconds"]) if best else None
+        for row in rows.values():
+            wps = row["words_per_cpu_s"]
+            row["vs_presidio"] = round(wps / rows["presidio"]["words_per_cpu_s"], 2) if wps and "presidio" in rows else None
+            row["vs_tokenizer"] = round(wps / rows["tokenizer"]["words_per_cpu_s"], 3) if wps else None
+        result["sets"][set_name] = {"docs": len(data), "words": words, "rows": rows}
+        print(f"{set_name}: done", flush=True)
+    write_text_atomic(RESULTS / "frontier.json", json.dumps(result, indent=2))
+    write_text_atomic(RESULTS / "frontier.md", render_frontier(result))
+    print(render_frontier(result))
+
+
+def render_frontier(result: dict) -> str:
+    lines = ["# The frontier: given pipelines beside Presidio and the tokenizer alone", "",
+             f"{result['date']}, commit {result['commit']}; {result['machine']}. Speed: words (\\w+ runs) per CPU "
+             f"second of a process pinned to one core, after loading and a warm-up, fastest of {result['repeat']}. "
+             "Scores: the combined pipeline (NER + regex pack + merger), the project's metrics (factory/evaluate.py).", ""]
+    for set_name, entry in result["sets"].items():
+        lines += [f"## {set_name} ({entry['docs']} notes, {entry['words']:,} words)", "",
+                  "| system | CPU words/s (one core) | vs Presidio | vs tokenizer alone | token recall | strict P | strict R | strict F1 |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, row in entry["rows"].items():
+            sc = row["scores"]
+            cells = (["-"] * 4 if sc is None else
+                     [f"{100 * sc['token_recall']:.2f}", *(f"{100 * sc['strict']['micro'][k]:.1f}" for k in ("p", "r", "f"))])
+            wps = f"{row['words_per_cpu_s']:,}" if row["words_per_cpu_s"] else "-"
+            lines.append(f"| {name} | {wps} | {row['vs_presidio'] or '-'}x | {row['vs_tokenizer'] or '-'} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["Pipelines: " + ", ".join(f"{n} = `{p}`" for n, p in result["pipelines"].items()), ""]
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma-separated systems to (re)run: baseline," + ",".join(VARIANTS))
     parser.add_argument("--max-epochs", type=int, default=20)
     parser.add_argument("--speed", action="store_true", help="only measure the CPU words/s of the built systems and Presidio")
+    parser.add_argument("--frontier", default="", help="NAME=PIPELINE,...: score and time these pipelines beside Presidio and "
+                        "the tokenizer alone on the final half and multi_tune/es (frontier.md); nothing is trained")
+    parser.add_argument("--repeat", type=int, default=1, help="--frontier: timed runs of each system and set, the fastest kept")
+    parser.add_argument("--tokenizer-worker", nargs=3, metavar=("PIPELINE", "TEXTS_JSON", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.tokenizer_worker:
+        return tokenizer_worker(*args.tokenizer_worker)
+    if args.frontier:
+        return frontier(dict(item.split("=", 1) for item in args.frontier.split(",") if item), args.repeat)
     if not (SHARED / "train").is_dir():
         print(f"MEDDOCAN not found at {SHARED}: nothing to benchmark")
         return

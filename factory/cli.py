@@ -84,6 +84,9 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
     ("selftrain", "selftrain", "selftrain_command", BUILD,
      "Self-training: label unlabeled notes with the pipeline, keep the confident spans, retrain on\n"
      "gold + pseudo labels, repeat while dev strict F1 improves. Reports counts and scores, no text."),
+    ("distill", "distill", "distill_command", BUILD,
+     "Distill a small deid_tagger from a trained pipeline's tag probabilities (teacher -> student).\n"
+     "Reports counts, losses and agreement, no text."),
     ("evaluate", "evaluate", "evaluate_command", BUILD,
      "Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."),
     ("errors", "errors", "errors_command", BUILD,

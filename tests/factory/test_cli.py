@@ -97,9 +97,9 @@ def test_help_is_not_cut_at_80_columns_and_lists_commands_in_pipeline_order():
     assert code == 0
     assert max(len(line) for line in printed.splitlines()) > 80
     listed = re.findall(r"^│ ([a-z][a-z-]+) {2,}", printed, re.M)  # the first column of the command panels
-    assert listed[:19] == ["synth", "extract", "detect", "filter", "silver", "stats", "placeholder", "calibrate",
-                           "translate", "surrogate", "pretrain", "train", "selftrain", "evaluate", "errors", "assemble",
-                           "package", "install-wheel", "redact"]
+    assert listed[:20] == ["synth", "extract", "detect", "filter", "silver", "stats", "placeholder", "calibrate",
+                           "translate", "surrogate", "pretrain", "train", "selftrain", "distill", "evaluate", "errors",
+                           "assemble", "package", "install-wheel", "redact"]
 
 
 def test_help_writes_flags_as_flags_and_arguments_in_capitals():
