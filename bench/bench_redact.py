@@ -96,7 +96,7 @@ def worker_pipe(args) -> dict:
 
 
 def worker_redact(args) -> dict:
-    from deid_factory.redact_cli import build_router, redact_files
+    from deid_factory.redact_engine import build_router, redact_files
 
     router = build_router([args.pipeline], lang=args.lang)
     warm = [p.read_text(encoding="utf-8") for p in sorted(Path(args.notes_dir).glob("*.txt"))[:4]]

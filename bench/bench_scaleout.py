@@ -65,7 +65,7 @@ def notes_file(path: Path, n: int) -> tuple[Path, int]:
 
 
 def run(notes: Path, out: Path, pipeline: Path, workers: int) -> float:
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
     from deid_factory.scaleout import ClusterOptions
 
     start = time.perf_counter()
