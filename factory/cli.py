@@ -56,7 +56,7 @@ class FactoryApp(typer.Typer):
 # (command, module, function, panel, the summary `factory --help` shows: the first paragraph of the
 # function's docstring, which `factory COMMAND --help` shows whole)
 COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("synth", "extract", "synth_command", BUILD,
+    ("synth", "synth.command", "synth_command", BUILD,
      "Generate the embedded synthetic corpus: N clinical notes with gold PHI spans (= extract --format synth)."),
     ("extract", "extract", "extract_command", BUILD,
      "Decide the build and extract its corpus (brat, jsonl, docbin, i2b2, inline or the embedded synthetic corpus) into validated JSONL."),
