@@ -67,7 +67,8 @@ import numpy
 import srsly
 
 from deid_factory import PROJECT_ROOT
-from deid_factory.records import read_records, write_text_atomic
+from deid_factory.records import read_records
+from deid_factory.outputs import write_text_atomic
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
 ES_CONFIG = PROJECT_ROOT / "languages" / "es" / "configs" / "config.cfg"

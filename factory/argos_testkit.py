@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import typer
 
-from .records import write_bytes_atomic
+from .outputs import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 

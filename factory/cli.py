@@ -45,7 +45,8 @@ class FactoryApp(typer.Typer):
         try:
             return super().__call__(*args, **kwargs)
         except (OSError, ValueError) as err:  # OutputError is an OSError, RecordError a ValueError
-            from .records import OutputError, RecordError
+            from .records import RecordError
+            from .outputs import OutputError
 
             if not isinstance(err, (OutputError, RecordError, FileNotFoundError)):
                 raise

@@ -83,7 +83,8 @@ from typing import Sequence
 import typer
 
 from .evaluate import SYSTEMS, EvalError, SpanT, load_corpus, predict
-from .records import all_or_nothing, read_yaml_mapping, write_text_atomic
+from .records import read_yaml_mapping
+from .outputs import all_or_nothing, write_text_atomic
 
 log = logging.getLogger(__name__)
 

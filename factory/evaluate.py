@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Sequence
 import srsly
 import typer
 
-from .records import all_or_nothing, write_bytes_atomic, write_text_atomic
+from .outputs import all_or_nothing, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 

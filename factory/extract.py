@@ -29,7 +29,8 @@ import typer
 
 from .build_decision import IF_NO_ROUTE, BuildDecision, languages_of
 from .readers import FORMATS, GENERATED_FORMATS, ReadReport, check_language, read_corpus
-from .records import Record, RecordError, all_or_nothing, validate_record, write_records, write_text_atomic
+from .records import Record, RecordError, validate_record, write_records
+from .outputs import all_or_nothing, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 from .synth import read_synth  # noqa: F401  (registers the "synth" format with the readers)
 

@@ -31,8 +31,8 @@ from deid_runtime.text import fold, replace_spans
 from . import PROJECT_ROOT
 from .locale import Locale, concern_files
 from .labels import CANONICAL_LABELS
-from .records import (Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_json_atomic,
-                      write_text_atomic)
+from .records import Record, RecordError, Span, read_records, span_problems
+from .outputs import write_chunks_atomic, write_json_atomic, write_text_atomic
 from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from pathlib import Path
 import srsly
 import typer
 
-from .records import write_text_atomic
+from .outputs import write_text_atomic
 from .redact_engine import OutputFormat, RedactMode, redact_files
 from .scaleout import ClusterOptions
 from deid_runtime.redact import KEY_ENV, UNSURE, load_key

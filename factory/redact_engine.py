@@ -65,7 +65,8 @@ import srsly
 
 # registers the project's surrogate data (languages/<lc>/surrogate_data/) with the runtime, in Dask workers too
 from . import locale as _locale  # noqa: F401
-from .records import BOM, OutputError, Record, Span, append_line, json_lines, write_text_atomic
+from .records import BOM, Record, Span, json_lines
+from .outputs import OutputError, append_line, write_text_atomic
 from deid_runtime.redact import KEY_ENV, MASK_LENGTHS, SurrogateKeyError, redact
 from .scaleout import ClusterOptions, Shard, ShardJournal, ShardTask, run_shards, shards_of
 from deid_runtime.router import DEFAULT_MIN_CONFIDENCE, DEFAULT_MIN_LETTERS, FALLBACK, UNROUTED, Routed, Router, RouterError

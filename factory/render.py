@@ -18,7 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PROJECT_ROOT
 from .locale import REQUIRED, Locale, LocaleError, available, languages_dir
-from .records import write_text_atomic
+from .outputs import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 LANGUAGES = languages_dir(PROJECT_ROOT)

@@ -27,8 +27,8 @@ from .argos_env import ArgosRoute, RouteMissing
 from .netguard import no_network
 from .placeholders import without_placeholder_text
 from .readers.jsonl import whole_json_lines
-from .records import (OutputError, Record, RecordError, append_line, append_record, read_records, write_json_atomic,
-                      write_text_atomic)
+from .records import Record, RecordError, append_record, read_records
+from .outputs import OutputError, append_line, write_json_atomic, write_text_atomic
 from .scaleout import ClusterOptions, Shard, ShardTask, run_shards, shards_of
 from .translate import RecordFailed, input_digest, translate_record
 

@@ -29,8 +29,8 @@ from .. import PROJECT_ROOT
 from ..labels import load_label_roles
 from ..locale import Locale, LocaleError
 from ..placeholders import find_placeholders, without_placeholder_text
-from ..records import (Record, RecordError, Span, all_or_nothing, read_records, span_problems, trim_span, write_json_atomic,
-                       write_records)
+from ..records import Record, RecordError, Span, read_records, span_problems, trim_span, write_records
+from ..outputs import all_or_nothing, write_json_atomic
 from deid_runtime import ids
 from deid_runtime import surrogates as engine
 from deid_runtime.surrogates import dates, values

@@ -10,7 +10,7 @@ import srsly
 import typer
 
 from ..extract import extract
-from ..records import write_text_atomic
+from ..outputs import write_text_atomic
 
 
 def synth(out: str | Path, n: int = 1000, seed: int = 13, lang: str = "es", report: str | Path | None = None) -> dict[str, Any]:
