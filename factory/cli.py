@@ -75,7 +75,7 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
      "Measure which placeholder candidates survive the installed Argos route and write the inventory."),
     ("translate", "translate_job", "translate_command", BUILD,
      "Translate placeholder records offline with Argos (direct route or pivot), resumable."),
-    ("surrogate", "surrogates", "surrogate_command", BUILD,
+    ("surrogate", "surrogates.stage", "surrogate_command", BUILD,
      "Insert surrogates of the build's language and write records.jsonl + train/dev/test DocBins + report.json."),
     ("pretrain", "pretrain", "pretrain_command", BUILD,
      "Pretrain the tok2vec on unlabeled notes (spaCy pretrain, character objective) for `train --init-tok2vec`.\n"
@@ -87,7 +87,7 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
      "gold + pseudo labels, repeat while dev strict F1 improves. Reports counts and scores, no text."),
     ("evaluate", "evaluate", "evaluate_command", BUILD,
      "Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."),
-    ("errors", "errors", "errors_command", BUILD,
+    ("errors", "error_analysis", "errors_command", BUILD,
      "Error analysis: misses and false positives by label and context category, as counts and offsets."),
     ("assemble", "package", "assemble_command", BUILD,
      "Assemble deid_<lang>: NER + regex pack + merger in one spaCy pipeline folder."),

@@ -105,7 +105,7 @@ def pack_folders(root: str | Path | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if (p / "pack.yml").exists()) if folder.is_dir() else []
 
 
-def available(root: Path | None = None) -> list[str]:
+def project_locales(root: Path | None = None) -> list[str]:
     """The locales of a project: every languages/<lc>/ with a locale.yml."""
     root = Path(root) if root is not None else _project_root()
     return sorted(p.parent.name for p in languages_dir(root).glob(f"*/{SETTINGS_FILE}"))

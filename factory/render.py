@@ -17,7 +17,7 @@ import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PROJECT_ROOT
-from .locale import REQUIRED, Locale, LocaleError, available, languages_dir
+from .locale import REQUIRED, Locale, LocaleError, project_locales, languages_dir
 from .outputs import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -54,7 +54,7 @@ def render_project(lang: str, languages_dir: Path = LANGUAGES) -> str:
 
 
 def project_languages(languages_dir: Path = LANGUAGES) -> list[str]:
-    return available(languages_dir.parent)
+    return project_locales(languages_dir.parent)
 
 
 def rendered_files(lang: str, languages_dir: Path = LANGUAGES) -> dict[Path, str]:

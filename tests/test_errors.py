@@ -16,7 +16,7 @@ import spacy
 import srsly
 from spacy.language import Language
 
-from deid_factory.errors import (KINDS, _Lines, analyse_errors, classify_errors, load_context_rules,
+from deid_factory.error_analysis import (KINDS, _Lines, analyse_errors, classify_errors, load_context_rules,
                                  position_category, shape_categories, write_error_report)
 
 NOTE_A = (
