@@ -1,8 +1,7 @@
 """The `factory` command: one typer app, one thin command per stage (each stage module owns its command).
 
 Commands are listed in the order a language is built (typer keeps the order they are added in),
-grouped in help panels. The console script is `deid_factory.main`: it applies `--root` before
-this module imports the stages.
+grouped in help panels. The console script is `deid_factory.main`, which applies `--root`.
 
 A command's module is imported when that command runs, not before: `factory --help` lists the
 commands from COMMANDS (name, module, function, one-line summary) and imports no stage, so it
@@ -177,12 +176,13 @@ def _global_options(
                               "Default: the current folder or the nearest parent that is one, else the data "
                               "the factory ships.", show_default=False),
 ) -> None:
-    from . import PROJECT_ROOT as current  # what the stage modules were imported with
+    from . import use_project_root
 
-    if root is not None and root.expanduser().resolve() != current:
-        # only reachable when the app is run without deid_factory.main (which applies --root first)
-        raise typer.BadParameter(f"{root} was not applied before the stages loaded {current}; "
-                                 f"run `factory --root {root} ...` or set DEID_FACTORY_ROOT", param_hint="--root")
+    if root is not None:  # deid_factory.main applied it already; the app run by itself applies it here
+        try:
+            use_project_root(root)
+        except FileNotFoundError as err:
+            raise typer.BadParameter(str(err), param_hint="--root") from None
 
 
 def main() -> None:  # pragma: no cover - console entry (kept for `deid_factory.cli:main` callers)

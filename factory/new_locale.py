@@ -29,7 +29,7 @@ from typing import Any
 
 import typer
 
-from . import SHIPPED_ROOT
+from . import SHIPPED_ROOT, project_root
 from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, project_locales, languages_dir, packs_dir, synth_dir
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
@@ -47,12 +47,6 @@ _DATE_FIELDS = {"{d:02d}": "{dd}", "{m:02d}": "{mm}", "{Y}": "{yyyy}", "{y:02d}"
 
 class NewLocaleError(ValueError):
     """A locale that cannot be scaffolded; the message says which file or option."""
-
-
-def _project_root() -> Path:
-    from . import PROJECT_ROOT  # read now: `factory --root` may have changed it
-
-    return PROJECT_ROOT
 
 
 def country_locale(country: str, root: str | Path | None = None) -> str | None:
@@ -240,7 +234,7 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
 
     if not lang.isalpha() or not lang.islower() or not 2 <= len(lang) <= 3:
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
-    root = Path(root) if root is not None else _project_root()
+    root = Path(root) if root is not None else project_root()
     country = (country or lang).lower()
     start = start_locale(start_from or country_locale(country, root) or country_locale(country) or DEFAULT_START, root)
     start_data = LocaleData.load(start.surrogate_data_dir)
@@ -317,7 +311,7 @@ def new_locale_command(
 ) -> None:
     """Scaffold a new locale as data files to fill in: settings, starter regex pack with cases, starter synthetic
     corpus, surrogate data and titles (docs/adding_a_locale.md)."""
-    root = _project_root()
+    root = project_root()
     try:
         written = scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, root=root,
                                   start_from=start_from, country=country)

@@ -28,7 +28,7 @@ import typer
 import yaml
 from deid_runtime.text import fold, replace_spans
 
-from . import PROJECT_ROOT
+from . import project_root
 from .locale import Locale, concern_files
 from .labels import CANONICAL_LABELS
 from .records import Record, RecordError, Span, read_records, span_problems
@@ -250,7 +250,7 @@ def _display_path(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+        return str(Path(path).resolve().relative_to(project_root()))
     except ValueError:
         return str(path)
 

@@ -22,7 +22,7 @@ import srsly
 import typer
 import yaml
 
-from . import PROJECT_ROOT
+from . import project_root
 from .argos_env import ArgosRoute, RouteMissing
 from .netguard import no_network
 from .placeholders import without_placeholder_text
@@ -114,7 +114,7 @@ def _calibrated_route(records: list[Record]) -> list[str] | None:
     """The route the records' placeholder inventory was calibrated on (None: not calibrated)."""
     for rec in records[:1]:
         name = ((rec.meta.get("placeholders") or {}).get("inventory")) or ""
-        path = Path(name) if Path(name).is_absolute() else PROJECT_ROOT / name
+        path = Path(name) if Path(name).is_absolute() else project_root() / name
         if name and path.is_file():
             raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             route = (raw.get("calibration") or {}).get("route")

@@ -226,7 +226,7 @@ def test_a_language_s_words_are_in_its_locale_folder(tmp_path, monkeypatch):
         "courtesy: {m: [Sgr.], f: [Sgra.]}\nstaff: {m: [Dok.], f: [Dok.]}\n", encoding="utf-8")
     (root / "languages" / "xx" / "errors.yml").write_text(
         "signature_titles: [staff]\nsignature_markers: [Signat]\ndisease_words: [morbo]\n", encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     rules = load_context_rules("xx")
     assert set(rules.titles) == {"Sgr.", "Sgra.", "Dok."} and set(rules.signature_markers) == {"Signat", "Dok."}
     text = "Vista da Sgra. Tobin\nDok. Arrow\nmorbo Kessel"

@@ -225,7 +225,7 @@ def test_the_stages_find_a_locale_s_files_through_locale(tmp_path, monkeypatch):
     shutil.copy(Locale.load("fr").titles_file, root / "languages" / "fr" / "surrogate_data")
     (root / "languages" / "yy").mkdir()  # a locale folder without a locale.yml (yet)
     (root / "languages" / "yy" / "placeholders.yml").write_text("candidates:\n  PERSON: [Zorblax]\n", encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
 
     xx = Locale.of("xx")
     assert xx.raw and xx.pack_dir == root / "regex_packs" / "shared"

@@ -209,7 +209,7 @@ def test_a_fresh_scaffold_loads_through_locale_without_a_build(tmp_path, monkeyp
     root = tmp_path / "proj"
     (root / "corpora").mkdir(parents=True)
     scaffold_locale("ca", "Catalan", "es_ES", root=root, country="es")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     ca = Locale.load("ca")
     assert ca.folder == root.resolve() / "languages" / "ca" and ca.settings["regex_pack"] == "ca"
     assert ca.titles().forms() and ca.title_letters == ["D"]  # Spain's "D." (Don), to translate

@@ -270,7 +270,7 @@ def french_titles(tmp_path, monkeypatch):
     titles = root / "languages" / "fr" / "surrogate_data" / "titles.yml"
     titles.parent.mkdir(parents=True)
     titles.write_text(FRENCH_TITLES, encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     return titles
 
 

@@ -25,7 +25,6 @@ from typing import Any, Iterable
 
 import typer
 
-from .. import PROJECT_ROOT
 from ..labels import load_label_roles
 from ..locale import Locale, LocaleError
 from ..placeholders import find_placeholders, without_placeholder_text
@@ -55,7 +54,7 @@ class SurrogateError(ValueError):
 def load_settings(target: str) -> dict[str, Any]:
     """locale.yml + surrogates.yml of the target (clear error when either is missing)."""
     try:
-        locale = Locale.load(target, root=PROJECT_ROOT)
+        locale = Locale.load(target)
         cfg = locale.read("surrogates")
     except LocaleError as err:
         raise FileNotFoundError(f"target language {target!r}: {err}") from None
