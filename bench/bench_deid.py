@@ -46,7 +46,7 @@ if "--worker" in sys.argv:
 
 from deid_factory import PROJECT_ROOT
 from deid_factory.evaluate import load_corpus, score_system
-from deid_factory.records import write_text_atomic
+from deid_factory.outputs import write_text_atomic
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
 BENCH_MODELS = PROJECT_ROOT / "bench" / ".models"  # peer models that cannot go into the venv (bench/run.sh)

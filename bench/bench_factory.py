@@ -8,7 +8,7 @@ of the default `es` build (languages/es/project.yml) run in a fresh temporary fo
   filter       silver span filters + corpus-statistic thresholds (silver.filter_records)
   placeholder  persistent placeholders (placeholders.placeholder_file, target es)
   pass-through the es -> es translate stage: a copy of the file, no Argos (translate_job.translate_file)
-  surrogate    es surrogates (surrogates.surrogate_file, without the time spent in write_splits)
+  surrogate    es surrogates (surrogates.stage.surrogate_file, without the time spent in write_splits)
   splits       train/dev/test DocBins (splits.write_splits, timed inside surrogate_file)
   train        CPU training with languages/es/configs/config.cfg for a fixed number of epochs, early
                stopping off (train.train_model), so every size does the same work per record
@@ -67,7 +67,8 @@ import numpy
 import srsly
 
 from deid_factory import PROJECT_ROOT
-from deid_factory.records import read_records, write_text_atomic
+from deid_factory.records import read_records
+from deid_factory.outputs import write_text_atomic
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
 ES_CONFIG = PROJECT_ROOT / "languages" / "es" / "configs" / "config.cfg"
@@ -140,7 +141,7 @@ def run_build(n_records: int, work: Path, epochs: int) -> dict[str, dict[str, An
     from deid_factory.package import assemble_pipeline
     from deid_factory.placeholders import placeholder_file
     from deid_factory.silver import filter_records
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
     from deid_factory.train import train_model
     from deid_factory.translate_job import TranslateOptions, translate_file
 

@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 
 from deid_factory import PROJECT_ROOT
-from deid_factory.records import write_records, write_text_atomic
+from deid_factory.records import write_records
+from deid_factory.outputs import write_text_atomic
 
 SHARED = PROJECT_ROOT.parent / "shared" / "corpora" / "meddocan"
 RESULTS = PROJECT_ROOT / "bench" / "results"

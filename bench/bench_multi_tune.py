@@ -39,7 +39,7 @@ from bench_meddocan import git_commit, split_dev, use_meddocan_conventions  # no
 
 from deid_factory import PROJECT_ROOT  # noqa: E402
 from deid_factory.evaluate import load_corpus, score_corpus, score_system  # noqa: E402
-from deid_factory.records import write_text_atomic  # noqa: E402
+from deid_factory.outputs import write_text_atomic
 
 RESULTS = PROJECT_ROOT / "bench" / "results"
 NOTES = PROJECT_ROOT.parent / "shared" / "corpora" / "multi_tune"

@@ -96,7 +96,7 @@ def worker_pipe(args) -> dict:
 
 
 def worker_redact(args) -> dict:
-    from deid_factory.redact_cli import build_router, redact_files
+    from deid_factory.redact_engine import build_router, redact_files
 
     router = build_router([args.pipeline], lang=args.lang)
     warm = [p.read_text(encoding="utf-8") for p in sorted(Path(args.notes_dir).glob("*.txt"))[:4]]
@@ -303,7 +303,7 @@ def main() -> None:
     import spacy
 
     from bench_deid import machine
-    from deid_factory.records import write_text_atomic
+    from deid_factory.outputs import write_text_atomic
 
     nlp_lang = spacy.load(args.pipeline).lang if Path(args.pipeline).exists() else args.pipeline.removeprefix("deid_")
     texts = note_texts(Path(args.records), args.notes)
@@ -402,7 +402,7 @@ def memory_runs(args, texts: list[str], notes: Path, tmp: Path) -> dict:
 def memory_only(args) -> None:
     """--skip-throughput: the memory runs alone, written into the existing results."""
     from bench_deid import machine
-    from deid_factory.records import write_text_atomic
+    from deid_factory.outputs import write_text_atomic
 
     results = Path(args.results)
     result = json.loads((results / f"{args.stem}.json").read_text(encoding="utf-8"))

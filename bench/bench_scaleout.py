@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_deid import machine  # noqa: E402
 
-from deid_factory.records import write_text_atomic  # noqa: E402
+from deid_factory.outputs import write_text_atomic
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOTE = ("Paciente de {age} años que acude a consulta de control el {day} de marzo. Teléfono de contacto "
@@ -65,7 +65,7 @@ def notes_file(path: Path, n: int) -> tuple[Path, int]:
 
 
 def run(notes: Path, out: Path, pipeline: Path, workers: int) -> float:
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
     from deid_factory.scaleout import ClusterOptions
 
     start = time.perf_counter()

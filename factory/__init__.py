@@ -41,19 +41,41 @@ def find_project_root(cwd: Path | None = None) -> Path:
     return SHIPPED_ROOT
 
 
+_root: Path | None = None  # the project of this process, once found or chosen (project_root)
+
+
+def project_root() -> Path:
+    """The project this process works on: the one `use_project_root` chose (`factory --root`), else
+    the one `find_project_root` finds, found at the first call and kept. Stages call it when they
+    need a path (or take the root as an argument), never at import, so importing them in any order
+    before or after `--root` is applied gives the same paths (tests/test_project_root.py)."""
+    global _root
+    if _root is None:
+        _root = find_project_root()
+    return _root
+
+
 def use_project_root(path: str | Path) -> Path:
-    """Make `path` the project of this process (and of the processes it starts). Call it before the
-    stage modules are imported: they read PROJECT_ROOT once, at import (`factory --root` does)."""
-    global PROJECT_ROOT
+    """Make `path` the project of this process (and of the processes it starts: $DEID_FACTORY_ROOT),
+    and its locales' surrogate data the runtime's first choice."""
+    global _root
     root = Path(path).expanduser().resolve()
     if not root.is_dir():
         raise FileNotFoundError(f"--root {path}: no such folder")
     os.environ[ROOT_ENV] = str(root)
-    PROJECT_ROOT = root
+    _root = root
+    from .locale import register_surrogate_data  # first in the runtime's search, ahead of the one found before
+
+    register_surrogate_data(root)
     return root
 
 
-PROJECT_ROOT = find_project_root()
+def __getattr__(name: str):
+    # `deid_factory.PROJECT_ROOT`, for scripts, benchmarks and tests that want today's project as a
+    # value; the factory's own modules call project_root() when they need it
+    if name == "PROJECT_ROOT":
+        return project_root()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _root_argument(args: list[str]) -> str | None:
@@ -90,8 +112,8 @@ WITHOUT_TORCH = {"redact"}
 
 
 def main() -> None:
-    """The `factory` console command. A `--root` is applied before the stage modules are imported
-    (they read PROJECT_ROOT at import), then the typer app runs."""
+    """The `factory` console command: a `--root` is applied (with a one-line error for a folder
+    that is not there), then the typer app runs."""
     import sys
 
     root = _root_argument(sys.argv[1:])

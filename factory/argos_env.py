@@ -20,7 +20,6 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from . import PROJECT_ROOT
 from .locale import Locale
 from .netguard import network_allowed
 
@@ -225,7 +224,7 @@ def download_route(source: str, target: str, pivot: str) -> list[str]:
 def pivot_of(target: str) -> str:
     """The pivot language of the route to `target` (pivot_lang of its locale.yml; English when the
     locale has none or is not in the project)."""
-    locale = Locale.find(target, root=PROJECT_ROOT)
+    locale = Locale.find(target)
     return str(locale.raw.get("pivot_lang") or "en") if locale is not None else "en"
 
 

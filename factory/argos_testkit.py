@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import typer
 
-from .records import write_bytes_atomic
+from .outputs import write_bytes_atomic
 
 log = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ class LossySpec:
 def _default_sentences(from_code: str) -> list[str]:
     """A few neutral sentences so a tokenizer can be trained when the caller gives none
     (corpora/argos_testkit/sentences.txt, which the factory ships)."""
-    from . import PROJECT_ROOT
+    from . import project_root
 
-    path = PROJECT_ROOT / "corpora" / "argos_testkit" / "sentences.txt"
+    path = project_root() / "corpora" / "argos_testkit" / "sentences.txt"
     if not path.exists():
         raise FileNotFoundError(f"{path}: the copy models' default sentences are missing; pass `sentences`")
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]

@@ -152,7 +152,7 @@ def scan_spacing(text: str, spans: Sequence[SpanT], rng: Rng, *, digits: float =
     comes before the note's punctuation (",", ".", ":" ... each with even odds) where it ends a word.
     Numbers outside PHI (doses, lab values) are spaced and read the same way: spacing must not become
     a sign of PHI, only the context is (an earlier version that spaced PHI alone taught the model
-    to tag spaced numbers: strict precision on MEDDOCAN dev's tune half fell 9 points)."""
+    to tag spaced numbers: docs/training.md, "Training noise", has the measurement)."""
     rw = Rewrite(text)
     mask = _inside(spans)
     spaced: set[int] = set()  # offsets of the characters of the numbers spaced out

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .records import write_json_atomic
+from .outputs import write_json_atomic
 
 USES = ("translate", "surrogates", "as_written", "native", "skipped")
 TRANSLATION = ("none", "route", "unchecked", "skipped")

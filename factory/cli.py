@@ -1,8 +1,7 @@
 """The `factory` command: one typer app, one thin command per stage (each stage module owns its command).
 
 Commands are listed in the order a language is built (typer keeps the order they are added in),
-grouped in help panels. The console script is `deid_factory.main`: it applies `--root` before
-this module imports the stages.
+grouped in help panels. The console script is `deid_factory.main`, which applies `--root`.
 
 A command's module is imported when that command runs, not before: `factory --help` lists the
 commands from COMMANDS (name, module, function, one-line summary) and imports no stage, so it
@@ -45,7 +44,8 @@ class FactoryApp(typer.Typer):
         try:
             return super().__call__(*args, **kwargs)
         except (OSError, ValueError) as err:  # OutputError is an OSError, RecordError a ValueError
-            from .records import OutputError, RecordError
+            from .records import RecordError
+            from .outputs import OutputError
 
             if not isinstance(err, (OutputError, RecordError, FileNotFoundError)):
                 raise
@@ -56,7 +56,7 @@ class FactoryApp(typer.Typer):
 # (command, module, function, panel, the summary `factory --help` shows: the first paragraph of the
 # function's docstring, which `factory COMMAND --help` shows whole)
 COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("synth", "extract", "synth_command", BUILD,
+    ("synth", "synth.command", "synth_command", BUILD,
      "Generate the embedded synthetic corpus: N clinical notes with gold PHI spans (= extract --format synth)."),
     ("extract", "extract", "extract_command", BUILD,
      "Decide the build and extract its corpus (brat, jsonl, docbin, i2b2, inline or the embedded synthetic corpus) into validated JSONL."),
@@ -74,7 +74,7 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
      "Measure which placeholder candidates survive the installed Argos route and write the inventory."),
     ("translate", "translate_job", "translate_command", BUILD,
      "Translate placeholder records offline with Argos (direct route or pivot), resumable."),
-    ("surrogate", "surrogates", "surrogate_command", BUILD,
+    ("surrogate", "surrogates.stage", "surrogate_command", BUILD,
      "Insert surrogates of the build's language and write records.jsonl + train/dev/test DocBins + report.json."),
     ("pretrain", "pretrain", "pretrain_command", BUILD,
      "Pretrain the tok2vec on unlabeled notes (spaCy pretrain, character objective) for `train --init-tok2vec`.\n"
@@ -89,7 +89,7 @@ COMMANDS: tuple[tuple[str, str, str, str, str], ...] = (
      "Reports counts, losses and agreement, no text."),
     ("evaluate", "evaluate", "evaluate_command", BUILD,
      "Strict/overlap P/R/F1, token recall and fully-redacted docs for NER, regex pack and combined."),
-    ("errors", "errors", "errors_command", BUILD,
+    ("errors", "error_analysis", "errors_command", BUILD,
      "Error analysis: misses and false positives by label and context category, as counts and offsets."),
     ("assemble", "package", "assemble_command", BUILD,
      "Assemble deid_<lang>: NER + regex pack + merger in one spaCy pipeline folder."),
@@ -179,12 +179,13 @@ def _global_options(
                               "Default: the current folder or the nearest parent that is one, else the data "
                               "the factory ships.", show_default=False),
 ) -> None:
-    from . import PROJECT_ROOT as current  # what the stage modules were imported with
+    from . import use_project_root
 
-    if root is not None and root.expanduser().resolve() != current:
-        # only reachable when the app is run without deid_factory.main (which applies --root first)
-        raise typer.BadParameter(f"{root} was not applied before the stages loaded {current}; "
-                                 f"run `factory --root {root} ...` or set DEID_FACTORY_ROOT", param_hint="--root")
+    if root is not None:  # deid_factory.main applied it already; the app run by itself applies it here
+        try:
+            use_project_root(root)
+        except FileNotFoundError as err:
+            raise typer.BadParameter(str(err), param_hint="--root") from None
 
 
 def main() -> None:  # pragma: no cover - console entry (kept for `deid_factory.cli:main` callers)

@@ -21,7 +21,8 @@ import srsly
 import typer
 
 from .build_decision import languages_of, read_build
-from .records import Record, read_records, write_records, write_text_atomic
+from .records import Record, read_records, write_records
+from .outputs import write_text_atomic
 
 DEFAULT_SEED = 0
 # langdetect has too little evidence below a handful of letters: such records are "undetermined".

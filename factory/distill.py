@@ -38,7 +38,7 @@ import numpy
 import typer
 
 from .logs import setup_command_logging
-from .records import write_text_atomic, writes_to
+from .outputs import write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Sequence
 import srsly
 import typer
 
-from .records import all_or_nothing, write_bytes_atomic, write_text_atomic
+from .outputs import all_or_nothing, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +350,9 @@ def project_sets(lang: str, root: Path | None = None) -> list[tuple[str, str]]:
     """(kind, folder) of the locale's own annotated sets in the project (corpora/eval/<lang>: the
     challenge set, corpora/tune/<lang>: the tuning set), those that exist."""
     if root is None:
-        from . import PROJECT_ROOT as root
+        from . import project_root
+
+        root = project_root()
     return [(kind, str(Path(root).joinpath(*parts, lang))) for kind, parts in PROJECT_SETS.items()
             if Path(root).joinpath(*parts, lang).is_dir()]
 
@@ -358,10 +360,10 @@ def project_sets(lang: str, root: Path | None = None) -> list[tuple[str, str]]:
 def shown_path(path: str | Path) -> str:
     """A corpus path as the report names it: relative to the project when inside it
     ("corpora/eval/fr"), else as given."""
-    from . import PROJECT_ROOT
+    from . import project_root
 
     try:
-        return str(Path(path).resolve().relative_to(Path(PROJECT_ROOT).resolve()))
+        return str(Path(path).resolve().relative_to(project_root().resolve()))
     except (ValueError, OSError):
         return str(path)
 

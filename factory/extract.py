@@ -29,7 +29,8 @@ import typer
 
 from .build_decision import IF_NO_ROUTE, BuildDecision, languages_of
 from .readers import FORMATS, GENERATED_FORMATS, ReadReport, check_language, read_corpus
-from .records import Record, RecordError, all_or_nothing, validate_record, write_records, write_text_atomic
+from .records import Record, RecordError, validate_record, write_records
+from .outputs import all_or_nothing, write_text_atomic
 from .stats import format_summary, record_stats, summarize
 from .synth import read_synth  # noqa: F401  (registers the "synth" format with the readers)
 
@@ -284,25 +285,3 @@ def extract_command(
                + (f" (skipped {reader['records_skipped']}, spans dropped by label {reader['spans_dropped_by_label']})" if reader else ""))
     typer.echo(decision_line(BuildDecision.from_dict(rep["build"])))
     typer.echo(format_summary(rep["stats"], title=f"{fmt}:{inp}"))
-
-
-def synth(out: str | Path, n: int = 1000, seed: int = 13, lang: str = "es", report: str | Path | None = None) -> dict[str, Any]:
-    """`extract --format synth` with the corpus summary as its report (and the seed): the `factory synth` command."""
-    summary = {**extract(None, "synth", lang, out, n=n, seed=seed)["synth"], "seed": seed, "lang": lang, "out": str(out)}
-    if report:
-        write_text_atomic(report, srsly.json_dumps(summary, indent=2))
-    return summary
-
-
-def synth_command(
-    out: Path = typer.Option(..., "--out", help="Output JSONL of records"),
-    n: int = typer.Option(1000, "--n", help="Number of records"),
-    seed: int = typer.Option(13, "--seed", help="Random seed (same seed, same corpus)"),
-    lang: str = typer.Option("es", "--lang", help="Language of corpora/synth/<lang>/"),
-    report: Path | None = typer.Option(None, "--report", help="Write the corpus report (JSON) here"),
-) -> None:
-    """Generate the embedded synthetic corpus: N clinical notes with gold PHI spans (= extract --format synth)."""
-    import json
-
-    rep = synth(out, n=n, seed=seed, lang=lang, report=report)
-    typer.echo(json.dumps({k: v for k, v in rep.items() if k != "phi_per_kind"}, ensure_ascii=False, indent=1))

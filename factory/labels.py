@@ -6,11 +6,15 @@ from pathlib import Path
 
 import yaml
 
-from . import PROJECT_ROOT
+from . import project_root
 
 from deid_runtime.canonical import CANONICAL_LABELS  # one definition, shared with the wheels
 
-LABEL_MAPS_DIR = PROJECT_ROOT / "corpora" / "label_maps"
+
+
+def label_maps_dir(root: str | Path | None = None) -> Path:
+    """corpora/label_maps/ of a project (default: the factory's)."""
+    return (Path(root) if root is not None else project_root()) / "corpora" / "label_maps"
 
 
 def load_label_map(name_or_path: str | Path) -> dict[str, str | None]:
@@ -20,7 +24,7 @@ def load_label_map(name_or_path: str | Path) -> dict[str, str | None]:
     """
     path = Path(name_or_path)
     if not path.suffix:
-        path = LABEL_MAPS_DIR / f"{name_or_path}.yml"
+        path = label_maps_dir() / f"{name_or_path}.yml"
     if not path.exists():
         raise FileNotFoundError(f"label map not found: {path}")
     raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -38,7 +42,7 @@ def load_label_roles() -> dict[str, str]:
     from deid_runtime.ids import ROLES
 
     roles: dict[str, str] = {}
-    for path in sorted(LABEL_MAPS_DIR.glob("*.yml")):
+    for path in sorted(label_maps_dir().glob("*.yml")):
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         labels = raw.get("labels") or {}
         for label, role in (raw.get("roles") or {}).items():

@@ -21,7 +21,7 @@ the regex pack through its pack.yml's `titles:`.
 
 `settings` is locale.yml over the shared defaults of factory/templates/defaults.yml (a key set to
 null in locale.yml keeps its default). The project root is the one the factory works on
-(deid_factory.PROJECT_ROOT: `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
+(deid_factory.project_root(): `factory --root`, $DEID_FACTORY_ROOT, the current project, else the
 shipped data), read when a locale is loaded; pass `root` to load one from another tree.
 
 Importing this module registers the project's languages/ with the runtime's surrogate engine
@@ -39,6 +39,8 @@ from typing import Any
 from deid_runtime.surrogates.locale import DATA_FOLDER, register_locale_root
 from deid_runtime.titles import TITLES_FILE, Titles
 
+from . import project_root
+
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 DEFAULTS_FILE = TEMPLATES / "defaults.yml"
@@ -49,12 +51,6 @@ REQUIRED = ("lang", "name", "spacy_lang", "source_lang", "pivot_lang", "regex_pa
 
 class LocaleError(FileNotFoundError):
     """A locale that is not there, or whose locale.yml is not usable; the message names the file."""
-
-
-def _project_root() -> Path:
-    from . import PROJECT_ROOT  # read now, not at import: `factory --root` may have changed it
-
-    return PROJECT_ROOT
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -70,17 +66,17 @@ def defaults() -> dict[str, Any]:
 
 def languages_dir(root: str | Path | None = None) -> Path:
     """languages/ of a project (default: the factory's)."""
-    return (Path(root) if root is not None else _project_root()) / "languages"
+    return (Path(root) if root is not None else project_root()) / "languages"
 
 
 def packs_dir(root: str | Path | None = None) -> Path:
     """regex_packs/ of a project: one pack folder per locale."""
-    return (Path(root) if root is not None else _project_root()) / "regex_packs"
+    return (Path(root) if root is not None else project_root()) / "regex_packs"
 
 
 def synth_dir(root: str | Path | None = None) -> Path:
     """corpora/synth/ of a project: one synthetic-corpus folder per locale that has one."""
-    return (Path(root) if root is not None else _project_root()) / "corpora" / "synth"
+    return (Path(root) if root is not None else project_root()) / "corpora" / "synth"
 
 
 def register_surrogate_data(root: str | Path | None = None) -> Path:
@@ -105,9 +101,9 @@ def pack_folders(root: str | Path | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if (p / "pack.yml").exists()) if folder.is_dir() else []
 
 
-def available(root: Path | None = None) -> list[str]:
+def project_locales(root: Path | None = None) -> list[str]:
     """The locales of a project: every languages/<lc>/ with a locale.yml."""
-    root = Path(root) if root is not None else _project_root()
+    root = Path(root) if root is not None else project_root()
     return sorted(p.parent.name for p in languages_dir(root).glob(f"*/{SETTINGS_FILE}"))
 
 
@@ -123,7 +119,7 @@ class Locale:
     def load(cls, lang: str, root: str | Path | None = None, require: tuple[str, ...] = ()) -> "Locale":
         """The locale `lang` of the project `root` (default: the factory's project). A missing locale
         is a LocaleError naming the folder; `require` lists settings that must be present."""
-        root = Path(root).expanduser().resolve() if root is not None else _project_root()
+        root = Path(root).expanduser().resolve() if root is not None else project_root()
         folder = cls.folder_of(lang, root)
         path = folder / SETTINGS_FILE
         if not path.exists():
@@ -155,7 +151,7 @@ class Locale:
         found = cls.find(lang, root)
         if found is not None:
             return found
-        root = Path(root).expanduser().resolve() if root is not None else _project_root()
+        root = Path(root).expanduser().resolve() if root is not None else project_root()
         return cls(str(lang), root, {}, defaults())
 
     @staticmethod

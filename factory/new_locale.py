@@ -29,8 +29,8 @@ from typing import Any
 
 import typer
 
-from . import SHIPPED_ROOT
-from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, available, languages_dir, packs_dir, synth_dir
+from . import SHIPPED_ROOT, project_root
+from .locale import SETTINGS_FILE, SURROGATE_DATA, Locale, project_locales, languages_dir, packs_dir, synth_dir
 
 TEMPLATES = Path(__file__).parent / "templates" / "new_locale"
 # Per-concern settings a new locale starts from, copied from the start locale with a note on top:
@@ -49,23 +49,17 @@ class NewLocaleError(ValueError):
     """A locale that cannot be scaffolded; the message says which file or option."""
 
 
-def _project_root() -> Path:
-    from . import PROJECT_ROOT  # read now: `factory --root` may have changed it
-
-    return PROJECT_ROOT
-
-
 def country_locale(country: str, root: str | Path | None = None) -> str | None:
     """The locale of the project `root` (default: the data the factory ships) whose surrogate data
     names `country` among its `identifiers` (the locale of that code first: es for es), or None."""
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
 
     root = Path(root) if root is not None else SHIPPED_ROOT
     found = []
-    for lang in available(root):
+    for lang in project_locales(root):
         data_dir = Locale.load(lang, root).surrogate_data_dir
         if (data_dir / "formats.yml").is_file():
-            identifiers = SurrogateData.load(data_dir).formats.get("identifiers") or []
+            identifiers = LocaleData.load(data_dir).formats.get("identifiers") or []
             if country in [str(c).lower() for c in identifiers]:
                 found.append(lang)
     return country if country in found else (found[0] if found else None)
@@ -103,9 +97,9 @@ def starter_corpus_values(start: Locale, calling_code: str, country: str) -> dic
     """The @KEY@ values of the starter synthetic corpus (templates/new_locale/synth/) that say how
     the country and its language write things, from the start locale's surrogate data."""
     from deid_runtime import ids
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
 
-    data = SurrogateData.load(start.surrogate_data_dir)
+    data = LocaleData.load(start.surrogate_data_dir)
     date = data["date"]
     numeric = _unique(d for d in map(_synth_date, (date.get("numeric") or {}).get("dmy") or []) if d)
     written = _unique(d for d in map(_synth_date, (date.get("written") or {}).get("dmy") or []) if d)
@@ -235,15 +229,15 @@ def scaffold_locale(lang: str, name: str, faker_locale: str, spacy_lang: str | N
     See the module docstring for --country and --start-from. Refuses to overwrite an existing
     locale. Returns the files written."""
     from deid_runtime import ids
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
     from deid_runtime.validators import validator_name
 
     if not lang.isalpha() or not lang.islower() or not 2 <= len(lang) <= 3:
         raise ValueError(f"locale code must be 2-3 lowercase letters (ISO 639-1/2), got {lang!r}")
-    root = Path(root) if root is not None else _project_root()
+    root = Path(root) if root is not None else project_root()
     country = (country or lang).lower()
     start = start_locale(start_from or country_locale(country, root) or country_locale(country) or DEFAULT_START, root)
-    start_data = SurrogateData.load(start.surrogate_data_dir)
+    start_data = LocaleData.load(start.surrogate_data_dir)
     surnames = int(surnames if surnames is not None else start_data.formats.get("surnames_per_name") or 1)
     calling_code = str(calling_code if calling_code is not None else start_data.calling_code or "1")
     targets = {
@@ -317,7 +311,7 @@ def new_locale_command(
 ) -> None:
     """Scaffold a new locale as data files to fill in: settings, starter regex pack with cases, starter synthetic
     corpus, surrogate data and titles (docs/adding_a_locale.md)."""
-    root = _project_root()
+    root = project_root()
     try:
         written = scaffold_locale(lang, name, faker_locale, spacy_lang, surnames, calling_code, root=root,
                                   start_from=start_from, country=country)

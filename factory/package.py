@@ -47,7 +47,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from . import PACKAGE_DIR
 from .locale import SURROGATE_DATA, Locale
-from .records import WRITE_ONLY_ERRNOS, OutputError, write_text_atomic, writes_to
+from .outputs import WRITE_ONLY_ERRNOS, OutputError, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 

@@ -28,11 +28,11 @@ import typer
 import yaml
 from deid_runtime.text import fold, replace_spans
 
-from . import PROJECT_ROOT
+from . import project_root
 from .locale import Locale, concern_files
 from .labels import CANONICAL_LABELS
-from .records import (Record, RecordError, Span, read_records, span_problems, write_chunks_atomic, write_json_atomic,
-                      write_text_atomic)
+from .records import Record, RecordError, Span, read_records, span_problems
+from .outputs import write_chunks_atomic, write_json_atomic, write_text_atomic
 from deid_runtime.surrogates import describe, load_locale
 
 log = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ def _display_path(path: Path | None) -> str:
     if path is None:
         return ""
     try:
-        return str(Path(path).resolve().relative_to(PROJECT_ROOT))
+        return str(Path(path).resolve().relative_to(project_root()))
     except ValueError:
         return str(path)
 

@@ -37,7 +37,9 @@ from typing import Iterator
 import typer
 
 from .logs import setup_command_logging
-from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic, writes_to
+from .records import RecordError, json_objects
+from .outputs import (OutputError, write_bytes_atomic, write_chunks_atomic, write_json_atomic, write_text_atomic,
+                      writes_to)
 from .selftrain import SelfTrainError, read_unlabeled
 from .train import OBJECTIVE, _gpu_available
 

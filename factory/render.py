@@ -16,12 +16,12 @@ from pathlib import Path
 import typer
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from . import PROJECT_ROOT
-from .locale import REQUIRED, Locale, LocaleError, available, languages_dir
-from .records import write_text_atomic
+from . import project_root
+from .locale import REQUIRED, Locale, LocaleError, project_locales
+from .locale import languages_dir as project_languages_dir
+from .outputs import write_text_atomic
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-LANGUAGES = languages_dir(PROJECT_ROOT)
 ROOT_TEMPLATE = "root_project.yml.j2"
 
 
@@ -36,7 +36,8 @@ def _env(trim_blocks: bool = False) -> Environment:
                        keep_trailing_newline=True, trim_blocks=trim_blocks)
 
 
-def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
+def language_context(lang: str, languages_dir: Path | None = None) -> dict:
+    languages_dir = languages_dir or project_languages_dir()  # the project's, asked for now
     try:
         locale = Locale.load(lang, root=languages_dir.parent, require=REQUIRED)
     except LocaleError as err:
@@ -44,20 +45,22 @@ def language_context(lang: str, languages_dir: Path = LANGUAGES) -> dict:
     return {**locale.settings, "locale_deps": locale.project_deps()}
 
 
-def render_config(lang: str, languages_dir: Path = LANGUAGES, **overrides) -> str:
+def render_config(lang: str, languages_dir: Path | None = None, **overrides) -> str:
     """The training config of a language; `overrides` replace locale/default values (e.g. ner_model)."""
     return _env().get_template("config.cfg.j2").render(**{**language_context(lang, languages_dir), **overrides})
 
 
-def render_project(lang: str, languages_dir: Path = LANGUAGES) -> str:
+def render_project(lang: str, languages_dir: Path | None = None) -> str:
     return _env().get_template("project.yml.j2").render(**language_context(lang, languages_dir))
 
 
-def project_languages(languages_dir: Path = LANGUAGES) -> list[str]:
-    return available(languages_dir.parent)
+def project_languages(languages_dir: Path | None = None) -> list[str]:
+    languages_dir = languages_dir or project_languages_dir()  # the project's, asked for now
+    return project_locales(languages_dir.parent)
 
 
-def rendered_files(lang: str, languages_dir: Path = LANGUAGES) -> dict[Path, str]:
+def rendered_files(lang: str, languages_dir: Path | None = None) -> dict[Path, str]:
+    languages_dir = languages_dir or project_languages_dir()  # the project's, asked for now
     base = languages_dir / lang
     return {base / "project.yml": render_project(lang, languages_dir),
             base / "configs" / "config.cfg": render_config(lang, languages_dir)}
@@ -77,9 +80,10 @@ def _build_help(locale: Locale) -> str:
     return f"Build and install deid_{lang} ({needs})".replace('"', "'")
 
 
-def root_locales(languages_dir: Path = LANGUAGES) -> list[dict]:
+def root_locales(languages_dir: Path | None = None) -> list[dict]:
     """Every locale of the project, as the root project lists them: those built from their own
     language first (no translation), then the others, by code."""
+    languages_dir = languages_dir or project_languages_dir()  # the project's, asked for now
     locales = []
     for lang in project_languages(languages_dir):
         try:
@@ -91,17 +95,18 @@ def root_locales(languages_dir: Path = LANGUAGES) -> list[dict]:
     return [{"lang": loc.lang, "help": _build_help(loc)} for loc in locales]
 
 
-def render_root_project(languages_dir: Path = LANGUAGES) -> str:
+def render_root_project(languages_dir: Path | None = None) -> str:
     """The root project.yml: its fixed commands, and a build-<lc> command per locale in build-all."""
     return _env(trim_blocks=True).get_template(ROOT_TEMPLATE).render(locales=root_locales(languages_dir))
 
 
-def rendered_root(languages_dir: Path = LANGUAGES) -> dict[Path, str]:
+def rendered_root(languages_dir: Path | None = None) -> dict[Path, str]:
+    languages_dir = languages_dir or project_languages_dir()  # the project's, asked for now
     return {languages_dir.parent / "project.yml": render_root_project(languages_dir)}
 
 
 def render_all(languages: list[str] | None = None, check: bool = False,
-               languages_dir: Path = LANGUAGES) -> list[Path]:
+               languages_dir: Path | None = None) -> list[Path]:
     """Write the rendered files (or, with check=True, return those that differ from their rendering):
     each language's (`languages`, default every one) and the root project.yml, which lists them all."""
     changed = []
@@ -130,6 +135,6 @@ def render_projects_command(
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     for path in changed:
-        typer.echo(f"{'differs' if check else 'wrote'}: {path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path}")
+        typer.echo(f"{'differs' if check else 'wrote'}: {path.relative_to(project_root()) if path.is_relative_to(project_root()) else path}")
     if check and changed:
         raise typer.Exit(1)

@@ -467,7 +467,7 @@ class ShardJournal:
         """Keep the first `keep` committed shards, forget the rest, and open for appending."""
         import srsly
 
-        from .records import append_line, write_text_atomic
+        from .outputs import append_line, write_text_atomic
 
         lines = [srsly.json_dumps({"fingerprint": self.fingerprint})] + [srsly.json_dumps(e) for e in self.entries[:keep]]
         write_text_atomic(self.path, "".join(line + "\n" for line in lines))

@@ -53,7 +53,8 @@ import typer
 import yaml
 
 from .logs import setup_command_logging
-from .records import OutputError, RecordError, json_objects, write_bytes_atomic, write_text_atomic
+from .records import RecordError, json_objects
+from .outputs import OutputError, write_bytes_atomic, write_text_atomic
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,8 @@ from deid_runtime.text import fold
 
 from .build_decision import read_build
 from .locale import Locale
-from .records import Record, Span, read_records, read_yaml_mapping, trim_span, write_records, write_text_atomic
+from .records import Record, Span, read_records, read_yaml_mapping, trim_span, write_records
+from .outputs import write_text_atomic
 from .stats import apply_thresholds, corpus_stats
 
 

@@ -12,7 +12,8 @@ import random
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .records import Record, write_bytes_atomic
+from .records import Record
+from .outputs import write_bytes_atomic
 
 SPLITS = ("train", "dev", "test")
 

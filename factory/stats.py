@@ -23,7 +23,8 @@ from typing import Any, Iterable
 import srsly
 import typer
 
-from .records import Record, read_records, write_text_atomic
+from .records import Record, read_records
+from .outputs import write_text_atomic
 
 
 def record_stats(record: Record, names_label: str = "PERSON") -> dict[str, Any]:

@@ -26,7 +26,8 @@ import srsly
 import typer
 
 from .logs import setup_command_logging
-from .records import DOCBIN_ERRORS, OutputError, json_objects, write_text_atomic, writes_to
+from .records import DOCBIN_ERRORS, json_objects
+from .outputs import OutputError, write_text_atomic, writes_to
 
 log = logging.getLogger(__name__)
 

@@ -22,13 +22,13 @@ import srsly
 import typer
 import yaml
 
-from . import PROJECT_ROOT
+from . import project_root
 from .argos_env import ArgosRoute, RouteMissing
 from .netguard import no_network
 from .placeholders import without_placeholder_text
 from .readers.jsonl import whole_json_lines
-from .records import (OutputError, Record, RecordError, append_line, append_record, read_records, write_json_atomic,
-                      write_text_atomic)
+from .records import Record, RecordError, append_record, read_records
+from .outputs import OutputError, append_line, write_json_atomic, write_text_atomic
 from .scaleout import ClusterOptions, Shard, ShardTask, run_shards, shards_of
 from .translate import RecordFailed, input_digest, translate_record
 
@@ -114,7 +114,7 @@ def _calibrated_route(records: list[Record]) -> list[str] | None:
     """The route the records' placeholder inventory was calibrated on (None: not calibrated)."""
     for rec in records[:1]:
         name = ((rec.meta.get("placeholders") or {}).get("inventory")) or ""
-        path = Path(name) if Path(name).is_absolute() else PROJECT_ROOT / name
+        path = Path(name) if Path(name).is_absolute() else project_root() / name
         if name and path.is_file():
             raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
             route = (raw.get("calibration") or {}).get("route")

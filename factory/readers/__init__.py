@@ -20,7 +20,7 @@ one. Where the BOM comes before anything offsets count (a JSONL or .ann file, an
 it is simply dropped; a brat .txt's BOM is counted by brat's offsets, so brat.py moves the spans.
 
 `read_corpus(path, fmt, label_map, lang)` dispatches on the format and returns the records; the
-`ReadReport` passed in holds the counts. The synthetic corpus ("synth", synth.py) is one more reader:
+`ReadReport` passed in holds the counts. The synthetic corpus ("synth", synth/corpus.py) is one more reader:
 its notes are generated (from the data folder `path`, "-" for corpora/synth/<lang>) rather than read,
 and go through the same checks as any corpus.
 """
@@ -184,7 +184,7 @@ _GENERATED_READERS: dict[str, Callable[..., Iterator[RawRecord]]] = {}
 
 
 def register_generated(fmt: str, reader: Callable[..., Iterator[RawRecord]]) -> None:
-    """The reader of a generated corpus format, given by the module that generates it (synth.py
+    """The reader of a generated corpus format, given by the module that generates it (synth/corpus.py
     depends on the readers' record types, so the readers do not import it back)."""
     if fmt not in GENERATED_FORMATS:
         raise ValueError(f"{fmt!r} is not a generated corpus format ({', '.join(GENERATED_FORMATS)})")

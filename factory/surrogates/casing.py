@@ -1,8 +1,8 @@
 """Casing of surrogate names, sampled per mention from a configurable distribution.
 
 Real clinical records write names in Title case, in UPPER case (signatures, headers) and sometimes in
-lower case; the thesis measured 65 / 33 / 2 %. Training on Title case only raised recall but cut
-precision, so the surrogate stage samples the casing of every PERSON mention (or once per record).
+lower case, so the surrogate stage samples the casing of every PERSON mention (or once per record)
+from shares of the three (the default's source and what Title case alone did: docs/translation.md).
 """
 
 from __future__ import annotations

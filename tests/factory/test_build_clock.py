@@ -8,7 +8,7 @@ import srsly
 from weasel.cli.run import check_rerun
 
 from deid_factory.build_clock import elapsed, format_duration, main, start_clock
-from deid_factory.locale import available
+from deid_factory.locale import project_locales
 from deid_factory import PROJECT_ROOT
 
 
@@ -28,7 +28,7 @@ def test_a_missing_clock_says_so_and_never_fails_the_build(tmp_path, capsys):
 
 
 def test_every_build_workflow_is_timed_and_weasel_always_runs_the_clock(tmp_path):
-    for lang in available(PROJECT_ROOT):
+    for lang in project_locales(PROJECT_ROOT):
         project = srsly.read_yaml(PROJECT_ROOT / "languages" / lang / "project.yml")
         builds = {name: steps for name, steps in project["workflows"].items() if name.startswith("build")}
         assert builds and all(steps[0] == "clock-start" and steps[-1] == "clock-stop" for steps in builds.values()), lang

@@ -17,7 +17,7 @@ import srsly
 from spacy.language import Language
 
 from conftest import spans_of  # tests/ is on sys.path (pyproject's pythonpath)
-from deid_factory.errors import (KINDS, _Lines, analyse_errors, classify_errors, load_context_rules,
+from deid_factory.error_analysis import (KINDS, _Lines, analyse_errors, classify_errors, load_context_rules,
                                  position_category, shape_categories, write_error_report)
 
 NOTE_A = (
@@ -219,7 +219,7 @@ def test_a_language_s_words_are_in_its_locale_folder(tmp_path, monkeypatch):
         "courtesy: {m: [Sgr.], f: [Sgra.]}\nstaff: {m: [Dok.], f: [Dok.]}\n", encoding="utf-8")
     (root / "languages" / "xx" / "errors.yml").write_text(
         "signature_titles: [staff]\nsignature_markers: [Signat]\ndisease_words: [morbo]\n", encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     rules = load_context_rules("xx")
     assert set(rules.titles) == {"Sgr.", "Sgra.", "Dok."} and set(rules.signature_markers) == {"Signat", "Dok."}
     text = "Vista da Sgra. Tobin\nDok. Arrow\nmorbo Kessel"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from deid_factory.labels import load_label_map, load_label_roles
-from deid_factory.surrogates import source_role
+from deid_factory.surrogates.stage import source_role
 from deid_factory.synth import SynthData, SynthError, generate_records
 from deid_runtime import ids
 

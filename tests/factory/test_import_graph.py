@@ -99,3 +99,11 @@ def test_a_cycle_is_found():
 def test_factory_modules_import_without_a_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_writing_files_knows_nothing_of_records():
+    """outputs.py (atomic writes, OutputError) is infrastructure under every stage: it imports no
+    other factory module, and records.py (the record model) writes its files through it."""
+    graph = import_graph()
+    assert graph["deid_factory.outputs"] == set()
+    assert "deid_factory.outputs" in graph["deid_factory.records"]

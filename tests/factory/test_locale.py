@@ -12,7 +12,7 @@ import yaml
 
 import deid_factory
 from deid_factory import PROJECT_ROOT
-from deid_factory.locale import DEFAULTS_FILE, REQUIRED, Locale, LocaleError, available
+from deid_factory.locale import DEFAULTS_FILE, REQUIRED, Locale, LocaleError, project_locales
 
 SHIPPED = ("es", "fr", "en", "de")
 FACTORY = Path(deid_factory.__file__).resolve().parent
@@ -33,7 +33,24 @@ def test_every_shipped_locale_loads(lang):
     data = locale.surrogate_data_dir / "formats.yml"  # the surrogate engine's data, in the locale's folder
     assert data.is_file() and data in files["surrogate"] and data in files["package"]
     assert all(p.exists() for paths in files.values() for p in paths)
-    assert set(SHIPPED) <= set(available())
+    assert set(SHIPPED) <= set(project_locales())
+
+
+def test_the_factory_locale_and_the_runtime_locale_data_are_named_apart():
+    """A locale of the project (settings, folders: deid_factory.locale.Locale, project_locales) and
+    a locale's surrogate data (deid_runtime.surrogates.locale.LocaleData, locales_with_data) are
+    different things: no name stands for both."""
+    from deid_factory import locale as factory_locale
+    from deid_runtime.surrogates import locale as runtime_locale
+
+    factory_names = {n for n in vars(factory_locale) if not n.startswith("_")}
+    runtime_names = {n for n in vars(runtime_locale) if not n.startswith("_")}
+    defined_in_each = {n for n in factory_names & runtime_names
+                       if getattr(getattr(factory_locale, n), "__module__", None) == factory_locale.__name__
+                       and getattr(getattr(runtime_locale, n), "__module__", None) == runtime_locale.__name__}
+    assert defined_in_each == set()
+    assert runtime_locale.LocaleData.load(Locale.load("es").surrogate_data_dir).folder == Locale.load("es").surrogate_data_dir
+    assert set(project_locales()) <= set(runtime_locale.locales_with_data())
 
 
 def test_defaults_are_merged_under_the_locale_settings():
@@ -74,7 +91,7 @@ def test_a_locale_of_another_project_root_is_found_there(tmp_path):
     assert xx.project_deps()["placeholder"] == []
     with pytest.raises(LocaleError):
         Locale.load("xx")  # not in the factory's own project
-    assert available(root) == ["xx"]
+    assert project_locales(root) == ["xx"]
 
 
 def test_factory_root_selects_the_project_of_the_locale(tmp_path):
@@ -208,7 +225,7 @@ def test_the_stages_find_a_locale_s_files_through_locale(tmp_path, monkeypatch):
     shutil.copy(Locale.load("fr").titles_file, root / "languages" / "fr" / "surrogate_data")
     (root / "languages" / "yy").mkdir()  # a locale folder without a locale.yml (yet)
     (root / "languages" / "yy" / "placeholders.yml").write_text("candidates:\n  PERSON: [Zorblax]\n", encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
 
     xx = Locale.of("xx")
     assert xx.raw and xx.pack_dir == root / "regex_packs" / "shared"

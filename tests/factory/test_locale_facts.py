@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 import deid_factory
-from deid_factory.locale import Locale, available
+from deid_factory.locale import Locale, project_locales
 from deid_runtime import ids
 
 FACTORY = Path(deid_factory.__file__).resolve().parent
 IDS = Path(ids.__file__).resolve().parent
-LOCALES = available()
+LOCALES = project_locales()
 CODES = set(LOCALES) | set(ids.country_modules())  # language codes, and country codes of the registry
 # Every title of every locale but one-letter ones ("M", "D": letters of any text), as written
 TITLES = {form for lc in LOCALES for form in Locale.load(lc).titles().forms() if len(form.rstrip(".")) > 1}

@@ -20,7 +20,7 @@ from deid_factory.placeholders import placeholder_file
 from deid_factory.records import Record, read_records, write_records
 from deid_factory.silver import filter_records
 from deid_factory.splits import read_docbin_spans, write_splits
-from deid_factory.surrogates import surrogate_file
+from deid_factory.surrogates.stage import surrogate_file
 from deid_factory.synth import generate_records
 
 

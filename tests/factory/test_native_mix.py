@@ -139,7 +139,7 @@ def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tm
     """The synthetic corpus of the target language already holds fictitious target-locale values in
     more forms than the surrogate engine draws: the surrogate stage keeps them as written, and
     surrogates only what was translated (or any record when it is not given the originals)."""
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
 
     src = _source(tmp_path, n=6)
     extract(src, "jsonl", "fr", tmp_path / "mixed.jsonl", lang="es", native_share=0.5)
@@ -166,7 +166,7 @@ def test_records_the_generator_wrote_in_the_target_language_keep_their_values(tm
 
 
 def test_a_same_language_synthetic_build_keeps_the_generated_values(tmp_path):
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
 
     rep = extract("-", "synth", "es", tmp_path / "ex.jsonl", n=8, seed=3, lang="es")
     assert rep["build"]["uses"] == {"es": "as_written"} and rep["build"]["translation"] == "none"

@@ -113,7 +113,7 @@ def test_scaffold_is_data_only_and_builds_a_synthetic_corpus(tmp_path):
     records with spans, the surrogate data loads in the engine, and nothing of the locale it was
     copied from is left that would need code (its `lang`, its country's identifier kinds)."""
     from deid_factory.locale import Locale as FactoryLocale
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
     from deid_factory.readers import read_corpus
     from deid_runtime.validators import VALIDATORS
 
@@ -130,7 +130,7 @@ def test_scaffold_is_data_only_and_builds_a_synthetic_corpus(tmp_path):
     records = list(read_corpus(tmp_path / "corpora" / "synth" / "it", "synth", lang="it", n=5, seed=1))
     assert len(records) == 5 and all(r.lang == "it" and r.spans for r in records)
     # the surrogate data: loads, and says the locale's own faker locale, calling code and country
-    data = SurrogateData.load(engine)
+    data = LocaleData.load(engine)
     assert (data.lang, data.formats["faker_locale"], data.calling_code, data.formats["identifiers"]) == ("it", "it_IT", "39", ["it"])
     # the copied settings are the new locale's, and no identifier kind of another country is left
     for concern in ("placeholders.yml", "surrogates.yml"):
@@ -168,13 +168,13 @@ def test_a_country_s_scaffold_has_that_country_s_forms(tmp_path):
     settings are Spain's (calling code, identifiers, titles), and nothing of the English start of
     the past is left (Springfield 62701, "MRN", month-first dates)."""
     from deid_factory.new_locale import country_locale
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
 
     root = tmp_path / "proj"
     (root / "corpora").mkdir(parents=True)
     output = _scaffold_catalan(root)
     assert country_locale("es") == "es" and "languages/ca/surrogate_data/titles.yml" in output
-    es = SurrogateData.load(Locale.load("es").surrogate_data_dir)
+    es = LocaleData.load(Locale.load("es").surrogate_data_dir)
     ca = root / "languages" / "ca"
     synth = root / "corpora" / "synth" / "ca"
     formats = yaml.safe_load((synth / "formats.yml").read_text(encoding="utf-8"))
@@ -188,7 +188,7 @@ def test_a_country_s_scaffold_has_that_country_s_forms(tmp_path):
     everything = "\n".join(p.read_text(encoding="utf-8") for p in [*synth.glob("*.yml"), *ca.glob("*.yml")])
     for english in ("Springfield", "62701", "MRN", "January", "{month} {d}, {yyyy}"):
         assert english not in everything, english
-    data = SurrogateData.load(ca / "surrogate_data")
+    data = LocaleData.load(ca / "surrogate_data")
     assert (data.calling_code, data.formats["identifiers"], data.formats["surnames_per_name"]) == ("34", ["es"], 2)
     assert data.titles == es.titles  # the start's titles, to translate: "Sr.", "Dra."...
     roles = yaml.safe_load((ca / "surrogates.yml").read_text(encoding="utf-8"))["ids"]["roles"]
@@ -201,15 +201,15 @@ def test_a_fresh_scaffold_loads_through_locale_without_a_build(tmp_path, monkeyp
     build: settings, titles, regex pack (with the locale's {title}), synthetic corpus, surrogate data,
     error-analysis words, the project's declared deps, the rendered project."""
     import deid_factory
-    from deid_factory.errors import load_context_rules
+    from deid_factory.error_analysis import load_context_rules
     from deid_factory.readers import read_corpus
     from deid_factory.render import render_all
-    from deid_runtime.surrogates.locale import Locale as SurrogateData
+    from deid_runtime.surrogates.locale import LocaleData
 
     root = tmp_path / "proj"
     (root / "corpora").mkdir(parents=True)
     scaffold_locale("ca", "Catalan", "es_ES", root=root, country="es")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     ca = Locale.load("ca")
     assert ca.folder == root.resolve() / "languages" / "ca" and ca.settings["regex_pack"] == "ca"
     assert ca.titles().forms() and ca.title_letters == ["D"]  # Spain's "D." (Don), to translate
@@ -229,4 +229,4 @@ def test_a_fresh_scaffold_loads_through_locale_without_a_build(tmp_path, monkeyp
     assert "Dra." in rules.titles and "Firmado" in rules.signature_markers  # copied from es, to translate
     assert all(p.exists() for paths in ca.stage_files().values() for p in paths) and ca.titles_file in ca.stage_files()["assemble"]
     assert render_all(["ca"], check=True, languages_dir=root / "languages") == []
-    assert SurrogateData.load(ca.surrogate_data_dir).lang == "ca"
+    assert LocaleData.load(ca.surrogate_data_dir).lang == "ca"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from deid_factory import redact_cli, scaleout
-from deid_factory.redact_cli import journal_path, redact_files
+from deid_factory import redact_engine, scaleout
+from deid_factory.redact_engine import journal_path, redact_files
 from deid_factory.scaleout import ClusterOptions, ShardFailed, ShardJournal, ShardTask, run_shards, shards_of
 
 KEY = b"a test key of 32 bytes, not used"
@@ -68,7 +68,7 @@ def dask_cluster():
 @pytest.fixture()
 def small_shards(monkeypatch):
     """Shards of 2 documents: many shards, so that a run is still going when a process is killed."""
-    monkeypatch.setattr(redact_cli, "DOCS_PER_SHARD", 2)
+    monkeypatch.setattr(redact_engine, "DOCS_PER_SHARD", 2)
 
 
 def _wait_for_journal(path: Path, shards: int, timeout: float = 60) -> int:
@@ -197,7 +197,7 @@ def test_a_killed_client_resumes_to_the_same_bytes(es_pipeline, tmp_path):
     _redact(notes, tmp_path / "one.jsonl", es_pipeline)
     out = tmp_path / "two.jsonl"
     # the CLI with shards of 2 documents (a setting of the run: the resumed run uses the same)
-    code = ("import sys; from deid_factory import redact_cli; redact_cli.DOCS_PER_SHARD = 2; "
+    code = ("import sys; from deid_factory import redact_engine; redact_engine.DOCS_PER_SHARD = 2; "
             "from deid_factory.cli import main; sys.argv = ['factory'] + sys.argv[1:]; main()")
     key_file = tmp_path / "key"
     key_file.write_bytes(KEY)

@@ -11,7 +11,7 @@ import pytest
 from deid_factory.placeholders import load_inventory, placeholderize
 from deid_factory.records import Record, Span, span_problems
 from deid_runtime.validators import VALIDATORS
-from deid_factory.surrogates import Generator, surrogate_records
+from deid_factory.surrogates.stage import SurrogateDrawer, surrogate_records
 from deid_factory.surrogates.casing import parse_casing
 from deid_runtime.surrogates.identifiers import GENERATORS, generate_id, validator_for
 

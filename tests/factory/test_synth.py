@@ -12,7 +12,7 @@ import yaml
 
 from deid_factory.records import read_records, validate_record
 from deid_runtime.validators import VALIDATORS
-from deid_factory.extract import synth
+from deid_factory.synth.command import synth
 from deid_factory.locale import Locale
 from deid_factory.synth import SynthData, SynthError, corpus_report, generate_records
 
@@ -101,6 +101,18 @@ def test_span_conventions(corpus):
                 assert re.search(rf"\d|{months}", value, re.I), (r.id, s.start)
             elif s.label == "EMAIL":
                 assert re.fullmatch(r"[\w.\-]+@[\w.\-]+\.[a-z]+", value, re.I), (r.id, s.start)
+
+
+def test_every_maker_of_the_data_has_its_method_on_the_note():
+    """data.MAKERS says what a slot of each maker needs (its checks run when a folder is loaded);
+    Note.make_<name> makes its piece: the two name the same makers, and a slot of each kind in the
+    Spanish data is made through its method."""
+    from deid_factory.synth import MAKERS, Note
+
+    methods = {name.removeprefix("make_") for name in vars(Note) if name.startswith("make_")}
+    assert methods == set(MAKERS)
+    used = {spec["make"] for spec in SynthData.load("es").slots.values()}
+    assert {"text", "record", "id", "person", "date", "age"} <= used <= set(MAKERS)
 
 
 def test_ages_in_words_are_spanish_numbers():
@@ -258,7 +270,7 @@ def french_titles(tmp_path, monkeypatch):
     titles = root / "languages" / "fr" / "surrogate_data" / "titles.yml"
     titles.parent.mkdir(parents=True)
     titles.write_text(FRENCH_TITLES, encoding="utf-8")
-    monkeypatch.setattr(deid_factory, "PROJECT_ROOT", root)
+    monkeypatch.setattr(deid_factory, "_root", root)
     return titles
 
 

@@ -100,7 +100,7 @@ def test_same_language_passes_through_without_argos(translate_source, tmp_path):
     for rec in read_records(out):
         assert rec.text == src[rec.id].text and rec.meta["translation"]["skipped"] is True
     # ... and the Spanish chain goes on offline: Spanish surrogates (two surnames, Spanish months)
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
 
     report = surrogate_file(out, tmp_path / "final", "es", seed=0)
     assert report["records_out"] == 5 and report["dropped"] == {}
@@ -309,7 +309,7 @@ def test_whole_stage_offline_with_sockets_blocked(target, argos_home, argos_pack
     """placeholder -> translate (real Argos, pivot for fr, direct for en) -> surrogate, with every
     socket refused by the fixture (the stage's own guard is off, so any attempt would be recorded)."""
     from deid_factory.splits import read_docbin_spans
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
 
     ph = _placeholders(translate_source, tmp_path, target)
     tr = tmp_path / "tr.jsonl"
@@ -366,7 +366,7 @@ def test_meddocan_chain_to_french(argos_home, argos_packages, tmp_path):
     from deid_factory.readers import read_corpus
     from deid_runtime.validators import VALIDATORS
     from deid_factory.splits import read_docbin_spans
-    from deid_factory.surrogates import surrogate_file
+    from deid_factory.surrogates.stage import surrogate_file
 
     src = tmp_path / "src.jsonl"
     write_records(src, itertools.islice(read_corpus(MEDDOCAN, "brat", "meddocan", "es"), 12))

@@ -102,7 +102,7 @@ FR_DOC = "Le patient est admis aux urgences pour une douleur thoracique. Courrie
 
 
 def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
 
     src = tmp_path / "in"
     (src / "sub").mkdir(parents=True)
@@ -147,6 +147,28 @@ def test_redact_cli_handles_folders_jsonl_bad_and_empty_files(tmp_path, caplog):
         _, mid, value = line.split("\t")
         label, s, e = mid.split()
         assert t[int(s):int(e)] == value
+
+
+def test_the_mode_and_format_are_checked_once_before_anything_runs(tmp_path):
+    """The redaction modes are the runtime's (deid_runtime.redact.MODES) plus annotate; a mode or a
+    format that is none of them stops the run with one line listing the choices, before any input
+    is read or output written (the command's options take the same values)."""
+    from deid_factory.redact_engine import OutputFormat, RedactMode, redact_files
+    from deid_runtime.redact import MODES
+
+    assert {m.value for m in RedactMode if m.redacts} == set(MODES) and not RedactMode.ANNOTATE.redacts
+    (tmp_path / "a.txt").write_text(ES_DOC, encoding="utf-8")
+    out = tmp_path / "out"
+    with pytest.raises(ValueError, match=r"unknown mode 'blank' \(expected one of tag, mask, surrogate, annotate\)"):
+        redact_files([tmp_path / "a.txt"], out, "text", "blank", router=_router(), progress=False)
+    with pytest.raises(ValueError, match=r"unknown output format 'csv' \(expected one of text, jsonl, brat\)"):
+        redact_files([tmp_path / "a.txt"], out, "csv", RedactMode.TAG, router=_router(), progress=False)
+    with pytest.raises(ValueError, match="needs --format jsonl or brat"):
+        redact_files([tmp_path / "a.txt"], out, OutputFormat.TEXT, "annotate", router=_router(), progress=False)
+    assert not out.exists()
+    report = redact_files([tmp_path / "a.txt"], out, OutputFormat.TEXT, RedactMode.MASK, router=_router(), progress=False)
+    assert report["mode"] == "mask" and report["format"] == "text" and json.loads(json.dumps(report))["mode"] == "mask"
+    assert "*****" in (out / "a.txt").read_text(encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- surrogate mode of the CLI
@@ -204,7 +226,7 @@ def test_redact_cli_surrogates_come_from_the_key(tmp_path, monkeypatch):
 
 
 def test_patient_id_of_jsonl_records_shares_surrogates_across_documents(tmp_path):
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
 
     text = "Paciente con teléfono 612 345 678 y correo ana.perez@correo.es."
     rows = [{"id": "n1", "patient_id": "P1", "text": text}, {"id": "n2", "patient_id": "P1", "text": text},
@@ -269,7 +291,7 @@ def test_a_document_without_a_pipeline_is_not_written_and_fails_the_run(train_pi
 
 
 def test_a_short_note_is_routed_by_its_declared_or_forced_language_never_by_a_guess(train_pipeline, tmp_path):
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
     from deid_runtime.router import Router
 
     router = lambda **kw: Router.from_names([str(train_pipeline)], **kw)  # noqa: E731
@@ -293,7 +315,7 @@ def test_a_short_note_is_routed_by_its_declared_or_forced_language_never_by_a_gu
 def test_spanish_notes_detected_as_portuguese_are_not_written_unless_their_language_is_given(tmp_path, caplog):
     """Issue 13: with only deid_es installed, short Spanish notes that langdetect reads as Portuguese
     were written with their names in place ("NOMBRE: ...", "Firmado: Dr. ..."), exit status 0."""
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
     from deid_runtime.router import Router
 
     es_only = _router().pipelines["es"]
@@ -475,7 +497,7 @@ def test_a_long_single_line_note_is_redacted_in_bounded_memory(tmp_path):
 def test_progress_bar_has_a_total_and_an_eta(train_pipeline, tmp_path, capsys, monkeypatch):
     import sys
 
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
     from deid_runtime.router import Router
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a bar is drawn on a terminal only
@@ -495,7 +517,7 @@ def test_recall_bias_masks_more_and_refuses_a_pipeline_without_the_knob(train_pi
     many characters are tagged; a pipeline without deid_tagger cannot honour it and the run refuses."""
     import spacy
 
-    from deid_factory.redact_cli import set_recall_bias
+    from deid_factory.redact_engine import set_recall_bias
     from deid_runtime.router import RouterError
 
     notes = tmp_path / "notes"
@@ -593,7 +615,8 @@ def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_repo
     from spacy.language import Language
 
     from deid_factory.package import default_pack_dir
-    from deid_factory.redact_cli import _summary, redact_files
+    from deid_factory.redact_cli import _summary
+    from deid_factory.redact_engine import redact_files
     from deid_factory.scaleout import ShardJournal
     from deid_runtime.regex_pack import RegexPack
     from deid_runtime.router import Router
@@ -701,7 +724,7 @@ def test_no_progress_bar_off_a_terminal_and_log_lines_on_their_own_lines(train_p
 def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tmp_path, caplog):
     """`factory redact notes/ --out notes/red` twice: the second run used to redact notes/red/* too,
     writing notes/red/red/..."""
-    from deid_factory.redact_cli import journal_path, redact_files
+    from deid_factory.redact_engine import journal_path, redact_files
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -727,7 +750,8 @@ def test_an_output_folder_inside_the_input_folder_is_never_read_as_input(tmp_pat
 def test_several_input_folders_keep_their_own_names_and_the_summary_agrees(tmp_path, caplog):
     """Two folders holding files of the same name were flattened into one output: the second was
     skipped (exit 3) and the summary said "1 documents written; per pipeline {'es': 2}"."""
-    from deid_factory.redact_cli import _summary, redact_files
+    from deid_factory.redact_cli import _summary
+    from deid_factory.redact_engine import redact_files
 
     for folder in ("ward", "clinic"):
         (tmp_path / folder / "day1").mkdir(parents=True)
@@ -747,7 +771,7 @@ def test_mask_length_option_of_the_command(tmp_path, caplog):
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.txt").write_text(ES_DOC, encoding="utf-8")
-    from deid_factory.redact_cli import redact_files
+    from deid_factory.redact_engine import redact_files
 
     redact_files([notes], tmp_path / "fixed", "text", "mask", router=_router(), progress=False, lang="es")
     fixed = (tmp_path / "fixed" / "a.txt").read_text(encoding="utf-8")

@@ -229,7 +229,7 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
     from langdetect import DetectorFactory, detect_langs
     from langdetect.lang_detect_exception import LangDetectException
 
-    from deid_runtime.router import lang_detect
+    from deid_runtime.language_detection import lang_detect
 
     rng = random.Random(7)
     joined = " ".join(DETECT_TEXTS) * 3
@@ -257,24 +257,28 @@ def test_detection_gives_langdetects_probabilities_bit_for_bit_in_much_less_time
     for text in notes:
         detector.probabilities(text[:1000], 0)
     ours = time.process_time() - start
-    # a loose bound (the speed itself is bench/bench_redact.py's): 0.42 measured, CPU time of this process
-    assert ours < 0.8 * theirs, (ours, theirs)
+    # loose bounds (the speed itself is bench/bench_redact.py's), CPU time of this process: one text
+    # at a time (a batch of one, which the router never routes one by one) 0.72-0.78 measured
+    assert ours < theirs, (ours, theirs)
     start = time.process_time()
     detector.probabilities_many([text[:1000] for text in notes], 0)
-    assert time.process_time() - start < 0.5 * theirs  # 0.16 measured
+    assert time.process_time() - start < 0.5 * theirs  # 0.11-0.14 measured
 
 
 @pytest.mark.parametrize("window", [3, 40, 300])
-def test_detection_of_many_texts_equals_one_by_one_when_it_reads_past_its_window(window):
+def test_detection_reads_more_of_the_random_stream_when_a_text_needs_it(window):
     """probabilities_many reads each seed's random words ahead; a text that needs more (long trials)
-    is computed alone: the same result either way, settled or not."""
-    from deid_runtime.router import LangDetect
+    makes it read further: the same results whatever the words read at first, settled or not, and
+    one text alone (`probabilities`, the same loop) gives what it gives among many."""
+    from deid_runtime.language_detection import LangDetect, lang_detect
 
     detector = LangDetect()
     detector.WINDOW_WORDS = window
     texts = DETECT_TEXTS + [ES * 3, FR * 3, IT * 3, (ES + " " + IT) * 2]
     for settle in (None, ({"es", "fr"}, 0.5), ({"es", "it"}, 0.9)):
-        assert detector.probabilities_many(texts, 0, settle) == [detector.probabilities(t, 0, settle) for t in texts]
+        expected = lang_detect().probabilities_many(texts, 0, settle)  # the default window
+        assert detector.probabilities_many(texts, 0, settle) == expected
+        assert [detector.probabilities(t, 0, settle) for t in texts] == expected
 
 
 def test_routing_stops_detecting_once_the_language_is_sure_and_decides_as_the_full_detection(train_router_pipelines):

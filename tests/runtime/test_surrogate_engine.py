@@ -21,8 +21,8 @@ from deid_runtime import ids
 from deid_runtime import surrogates as S
 from deid_runtime.redact import (KEY_ENV, Redactor, SurrogateKeyError, demo_key, load_key, redact_text,
                                          shift_date)
-from deid_runtime.surrogates.locale import Locale, folded_words, locale_folder
-from deid_factory.surrogates import surrogate_records
+from deid_runtime.surrogates.locale import LocaleData, folded_words, locale_folder
+from deid_factory.surrogates.stage import surrogate_records
 
 KEY = b"test key: 32 bytes of not-secret"
 LOCALES = ["es", "fr", "en", "de"]
@@ -97,7 +97,7 @@ def test_locale_data_reads_back_as_its_own_kind(lang):
 
 def test_every_locale_has_every_data_file():
     for lang in LOCALES:
-        locale = Locale.load(locale_folder(lang))
+        locale = LocaleData.load(locale_folder(lang))
         assert locale.lang == lang
         for part in ("countries", "regions", "cities", "streets", "professions", "given_female", "given_male", "surnames"):
             assert len(getattr(locale, part)) >= 15, (lang, part)
@@ -137,7 +137,7 @@ def test_a_profession_surrogate_keeps_the_grammatical_gender_of_the_original(lan
 def test_profession_endings_never_contradict_the_listed_forms(lang):
     """The endings decide for occupations the list lacks: on the listed ones they must give each
     form its own gender or no answer, never the other one."""
-    locale = Locale.load(locale_folder(lang))
+    locale = LocaleData.load(locale_folder(lang))
     pairs = [(m, f) for m, f in locale.professions if m != f]
     assert len(pairs) >= 10, lang
     locale.profession_genders = {}  # the endings alone
@@ -154,7 +154,7 @@ def test_a_profession_line_with_three_forms_is_refused_with_its_file(tmp_path):
     _data_copy("es", folder)
     (folder / "professions.txt").write_text("enfermero|enfermera\nuno|dos|tres\n", encoding="utf-8")
     with pytest.raises(S.LocaleDataError, match=r"professions.txt: 'uno\|dos\|tres'"):
-        Locale.load(folder)
+        LocaleData.load(folder)
 
 
 # ----------------------------------------------------------------------------- dates
@@ -563,24 +563,24 @@ def empty_registry(monkeypatch):
 def _data_copy(lang, dest):
     import shutil
 
-    from deid_factory.locale import Locale as FactoryLocale
+    from deid_factory.locale import Locale
 
-    shutil.copytree(FactoryLocale.load(lang).surrogate_data_dir, dest)
+    shutil.copytree(Locale.load(lang).surrogate_data_dir, dest)
     return dest
 
 
 def test_the_factory_reads_each_locale_from_its_own_folder():
-    from deid_factory.locale import Locale as FactoryLocale
+    from deid_factory.locale import Locale
 
     for lang in LOCALES:
-        assert locale_folder(lang) == FactoryLocale.load(lang).surrogate_data_dir
-        assert S.load_locale(lang).folder == FactoryLocale.load(lang).surrogate_data_dir
+        assert locale_folder(lang) == Locale.load(lang).surrogate_data_dir
+        assert S.load_locale(lang).folder == Locale.load(lang).surrogate_data_dir
 
 
 def test_registered_folders_roots_and_entry_points_in_that_order(empty_registry, tmp_path, monkeypatch):
     fr = _data_copy("fr", tmp_path / "wheel" / "fr_data")
     monkeypatch.setattr(empty_registry, "_entry_point_folders", lambda: {"fr": fr})  # an installed deid_fr
-    assert S.load_locale("fr").folder == fr and empty_registry.available() == ["fr"]
+    assert S.load_locale("fr").folder == fr and empty_registry.locales_with_data() == ["fr"]
     root = tmp_path / "project" / "languages"
     _data_copy("fr", root / "fr" / "surrogate_data")
     S.register_locale_root(root)  # a project's languages/ wins over the installed wheel

@@ -35,7 +35,7 @@ from deid_factory.cli import app
 from deid_factory.package import default_pack_dir
 from deid_factory.readers import ReadReport, read_corpus
 from deid_factory.records import RecordError, read_records, validate_record
-from deid_factory.redact_cli import redact_files
+from deid_factory.redact_engine import redact_files
 from deid_runtime import merger, pack_component  # noqa: F401  (registers the deid_* factories)
 from deid_runtime.regex_pack import RegexPack
 from deid_runtime.router import Router, split_long_text

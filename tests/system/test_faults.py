@@ -24,9 +24,10 @@ import pytest
 
 from deid_factory.cli import app
 from deid_factory.placeholders import placeholder_file
-from deid_factory.records import OutputError, Record, RecordError, append_record, read_records, write_records
+from deid_factory.records import Record, RecordError, append_record, read_records, write_records
+from deid_factory.outputs import OutputError
 from deid_factory.stats import stats
-from deid_factory.surrogates import surrogate_file
+from deid_factory.surrogates.stage import surrogate_file
 from deid_factory.translate_job import TranslateOptions, translate_file
 
 from faultkit import FULL_DISK_SITECUSTOMIZE, python_full_disk_env, snapshot as _snapshot, unwritable  # tests/ is on sys.path

@@ -60,7 +60,7 @@ def fault_inputs(tmp_path_factory, argos_home) -> Inputs:
     from deid_factory.argos_testkit import _default_sentences, build_package
     from deid_factory.package import assemble_pipeline
     from deid_factory.placeholders import load_inventory, placeholder_file
-    from deid_factory.extract import synth
+    from deid_factory.synth.command import synth
     from deid_factory.translate_job import TranslateOptions, translate_file
 
     root = tmp_path_factory.mktemp("fault_inputs")

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from deid_factory.cli import app
 from deid_factory.package import assemble_pipeline
-from deid_factory.redact_cli import build_router
+from deid_factory.redact_engine import build_router
 from deid_runtime.router import Router, RouterError
 
 CONSTRUCTED: list[str] = []  # the `lang_tag` of every lazy_load_probe constructed, in order

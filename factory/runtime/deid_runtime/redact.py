@@ -56,7 +56,7 @@ from .surrogates import dates, identifiers, values
 from .surrogates.forms import match_casing
 from .surrogates.kinds import (address_shape, article_before, describe, locality_parts, location_kind,
                                street_word_at)
-from .surrogates.locale import Locale, fold, load_locale
+from .surrogates.locale import LocaleData, fold, load_locale
 from .surrogates.names import PersonWords, names_of, sex_of
 from .text import replace_spans, trim_span
 
@@ -167,7 +167,7 @@ class DocumentSurrogates:
     persons named and the shifted date it encodes; an age the document's dates state (born on one,
     seen on another) is the age the shifted dates give."""
 
-    def __init__(self, scope_key: bytes, locale: Locale, max_shift_days: int = 365):
+    def __init__(self, scope_key: bytes, locale: LocaleData, max_shift_days: int = 365):
         self.scope_key = scope_key
         self.locale = locale
         shift = 0

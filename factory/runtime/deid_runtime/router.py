@@ -8,8 +8,8 @@ Router(pipelines={"es": nlp_es, "fr": nlp_fr}) picks a document's pipeline, in t
      routes the same way) reads the first `detect_chars` characters, and the loaded language with
      the highest probability is chosen if that probability is at least `min_confidence` and the
      sample holds at least `min_letters` letters (below that, langdetect guesses). LangDetect
-     computes langdetect's probabilities, bit for bit, for a chunk of documents at once in a sixth
-     of langdetect's time, and stops as soon as a loaded language is sure to be chosen: the
+     (language_detection.py) computes langdetect's probabilities, bit for bit, for a chunk of
+     documents at once, and stops as soon as a loaded language is sure to be chosen: the
      confidence of a detected route is then a lower bound (the decision is the one the full
      computation gives).
 A document none of these places is *unroutable*, and the `fallback` says what happens to it:
@@ -38,15 +38,13 @@ neither memory nor start-up time. The union fallback loads every pipeline, when 
 
 from __future__ import annotations
 
-import math
-import random
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Container, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .language_detection import by_language, lang_detect
 from .merger import DEFAULT_NER_FIRST, DEFAULT_STRUCTURED, _Candidate, resolve
 
 FALLBACK = "fallback"  # Routed.pipeline of a document the fallback processed
@@ -61,347 +59,6 @@ CHUNK_CHARS = 2_000_000
 SPACY_DEFAULT_MAX_LENGTH = 1_000_000
 SPAN_EXTENSIONS = ("deid_source", "deid_score", "deid_kind", "deid_validated")
 _SPACE = re.compile(r"\s")
-
-
-class LangDetect:
-    """langdetect's `detect_langs`, with the same results for a fraction of its CPU time.
-
-    Language detection was the router's largest cost after the pipelines themselves (about 3 ms a
-    note, a fifth of a small pipeline's time). This is langdetect's algorithm on its own profiles,
-    operation for operation: the same text cleaning, the same n-grams in the same order, the same
-    seeded draws (random.Random(seed): each trial's gauss, then one choice per update), and the same
-    floating-point operations in the same order (an update multiplies every language's probability
-    by weight + p(n-gram | language), elementwise, as langdetect's loop does; the sum at each
-    convergence check is Python's left-to-right sum), so the probabilities are bit for bit
-    langdetect's. What is faster: characters are normalised by one str.translate, the n-grams of a
-    word are computed once per process (n-grams never span a space), an n-gram's probabilities are
-    a row of a numpy table, and each run of five updates between two checks is one reduction;
-    probabilities_many() runs those reductions for many texts at once (the router's way). CPU per
-    1,000-character note: langdetect 2.7 ms, probabilities() 1.0 ms, probabilities_many() 0.35 ms,
-    and 0.25 ms when settling (below).
-    """
-
-    ALPHA, ALPHA_WIDTH, N_TRIAL = 0.5, 0.05, 7  # langdetect's Detector defaults
-    ITERATION_LIMIT, CONV_THRESHOLD, BASE_FREQ, PROB_THRESHOLD = 1000, 0.99999, 10000, 0.1
-    MAX_TEXT_LENGTH = 10000
-    MAX_CACHED_WORDS = 100_000  # words whose n-grams are kept (at most a few tens of MB)
-    _SPACES = re.compile(" +")
-    _LATIN = re.compile("[A-z]")
-    # from U+0300: langdetect means to leave out Latin Extended Additional, but compares the block's
-    # number with its name, so it never does
-    _NON_LATIN = re.compile("[\u0300-\U0010ffff]")
-
-    def __init__(self):
-        import numpy as np
-        from langdetect import detector_factory
-        from langdetect.detector import Detector
-        from langdetect.utils.ngram import NGram
-
-        detector_factory.init_factory()
-        factory = detector_factory._factory
-        self._np = np
-        self.langs = list(factory.langlist)
-        self._probs = factory.word_lang_prob_map
-        self._url, self._mail = Detector.URL_RE, Detector.MAIL_RE
-        self._normalize_vi = NGram.normalize_vi
-        self._dmarks = tuple(NGram.DMARK_CLASS)  # the combining marks normalize_vi looks for
-        # NGram.normalize changes characters of the Basic Multilingual Plane only
-        self._translate = {cp: norm for cp in range(0x10000)
-                           if not 0xD800 <= cp <= 0xDFFF and (norm := NGram.normalize(chr(cp))) != chr(cp)}
-        self._words: dict[tuple[str, bool], list[int]] = {}  # (word, a space follows) -> rows of its n-grams
-        self._rows: dict[str, int] = {}  # n-gram -> its row in _table
-        self._table = np.empty((1024, len(self.langs)))
-        self._streams: dict[int, Any] = {}  # seed -> its first random words (probabilities_many)
-
-    def _row(self, gram: str) -> int:
-        row = self._rows.get(gram)
-        if row is None:
-            row = len(self._rows)
-            if row == len(self._table):
-                self._table = self._np.concatenate([self._table, self._np.empty_like(self._table)])
-            self._table[row] = self._probs[gram]
-            self._rows[gram] = row
-        return row
-
-    def _text(self, text: str) -> str:
-        """Detector.append() and cleaning_text(), then NGram.normalize() of every character. Each
-        step is skipped where it cannot change the text (no "http", no "@", no combining mark, no
-        two spaces, no character from U+0300)."""
-        if "http" in text:
-            text = self._url.sub(" ", text)
-        if "@" in text:
-            text = self._mail.sub(" ", text)
-        if any(mark in text for mark in self._dmarks):
-            text = self._normalize_vi(text)
-        text = text[: self.MAX_TEXT_LENGTH]
-        if "  " in text:
-            text = self._SPACES.sub(" ", text)  # a space after a space is dropped
-        if self._NON_LATIN.search(text) and len(self._LATIN.findall(text)) * 2 < len(self._NON_LATIN.findall(text)):
-            text = self._LATIN.sub("", text)
-        return text.translate(self._translate)
-
-    def _word_rows(self, word: str, spaced: bool) -> list[int]:
-        """Detector._extract_ngrams() (NGram.add_char() inlined) over one word of normalised text,
-        from the state every word starts in (after a space), and the space after it if one follows."""
-        probs, rows = self._probs, []
-        grams, capital = " ", False
-        for ch in word + " " if spaced else word:
-            last = grams[-1]
-            if last == " ":
-                grams, capital = " ", False
-            elif len(grams) >= 3:
-                grams = grams[1:]
-            grams += ch
-            if ch.isupper():
-                if last.isupper():
-                    capital = True
-            else:
-                capital = False
-            if capital:
-                continue
-            for n in (1, 2, 3):
-                if len(grams) < n:
-                    break
-                w = grams[-n:]
-                if w != " " and w in probs:
-                    rows.append(self._row(w))
-        return rows
-
-    def _ngrams(self, text: str) -> list[int]:
-        """The rows of the n-grams of normalised text, in langdetect's order."""
-        words, result = self._words, []
-        parts = text.split(" ")
-        last = len(parts) - 1
-        for k, word in enumerate(parts):
-            if not word:
-                continue
-            key = (word, k < last)
-            rows = words.get(key)
-            if rows is None:
-                rows = self._word_rows(*key)
-                if len(words) < self.MAX_CACHED_WORDS:
-                    words[key] = rows
-            result += rows
-        return result
-
-    def probabilities(self, text: str, seed: int, settle: tuple[Container[str], float] | None = None
-                      ) -> list[tuple[str, float]]:
-        """(language, probability) above 0.1, most likely first: langdetect's detect_langs(text)
-        with DetectorFactory.seed = seed; [] for a text without features.
-
-        settle=(languages, floor): stop after the trial at which one of `languages` is sure to come
-        out most likely with at least `floor`: its probability so far (a sum over the trials done,
-        which the remaining trials can only raise) exceeds both `floor` and one half (so no other
-        language can reach it). The result is then that language alone, with that lower bound. A
-        clear text settles after 4 of the 7 trials; the language chosen is the one all 7 give."""
-        np = self._np
-        rows = self._ngrams(self._text(text))
-        if not rows:
-            return []
-        used, local = np.unique(np.array(rows), return_inverse=True)
-        doc_table = self._table[used]  # the document's n-grams only
-        picks, n_picks, n_langs = local.tolist(), len(rows), len(self.langs)
-        rnd = random.Random()
-        rnd.seed(seed)
-        # random.choice(seq) is seq[rnd._randbelow(len(seq))], which draws getrandbits(k) until below len(seq)
-        getrandbits, bits = rnd.getrandbits, n_picks.bit_length()
-        multiply = np.multiply.reduce
-        work = np.empty((6, n_langs))  # the probabilities, then the factors of up to five updates
-        langprob = np.zeros(n_langs)
-        for _ in range(self.N_TRIAL):
-            prob = work[0]
-            prob.fill(1.0 / n_langs)
-            weighted = doc_table + (self.ALPHA + rnd.gauss(0.0, 1.0) * self.ALPHA_WIDTH) / self.BASE_FREQ
-            take = weighted.take
-            i, size = 0, 1  # updates 0, then 1-5, 6-10...: a convergence check after each run
-            while True:
-                drawn = []
-                for _ in range(size):
-                    r = getrandbits(bits)
-                    while r >= n_picks:
-                        r = getrandbits(bits)
-                    drawn.append(picks[r])
-                take(drawn, 0, work[1:size + 1])
-                multiply(work[:size + 1], axis=0, out=prob)  # row by row, as langdetect's loop does
-                i += size - 1
-                values = prob.tolist()
-                total = sum(values)
-                prob /= total
-                # the largest of the p / total is the largest p / total (division rounds monotonically)
-                if max(values) / total > self.CONV_THRESHOLD or i >= self.ITERATION_LIMIT:
-                    break
-                i, size = i + 1, 5
-            langprob += prob / self.N_TRIAL
-            if settle is not None:
-                best = int(langprob.argmax())
-                sure = float(langprob[best])
-                if sure > max(settle[1], 0.5 + 1e-9) and self.langs[best] in settle[0]:
-                    return [(self.langs[best], sure)]
-        found = [(lang, float(p)) for lang, p in zip(self.langs, langprob) if p > self.PROB_THRESHOLD]
-        return sorted(found, key=lambda item: item[1], reverse=True)
-
-    # ------------------------------------------------------------------ many documents at once
-    MIN_BATCH = 4  # fewer texts are computed one by one
-    WINDOW_WORDS = 2048  # random words of a seed's stream read ahead by probabilities_many (7 trials of ~90 draws need ~1,000)
-
-    def _stream(self, seed: int):
-        """The first WINDOW_WORDS 32-bit words of random.Random(seed), in the order it draws them
-        (getrandbits(32 * n) lays them out least significant first)."""
-        words = self._streams.get(seed)
-        if words is None:
-            rnd = random.Random()
-            rnd.seed(seed)
-            n = self.WINDOW_WORDS
-            words = self._np.frombuffer(rnd.getrandbits(32 * n).to_bytes(4 * n, "little"), dtype="<u4").astype(self._np.int64)
-            self._streams[seed] = words
-        return words
-
-    @staticmethod
-    def _gauss(words, pos: int) -> tuple[float, float]:
-        """random.Random.gauss() from the words at pos..pos+3 (two random() calls): the value it
-        returns and the one it keeps for its next call."""
-        def uniform(a: int, b: int) -> float:  # random.random(): 53 bits from two words
-            return ((a >> 5) * 67108864.0 + (b >> 6)) * (1.0 / 9007199254740992.0)
-
-        x2pi = uniform(int(words[pos]), int(words[pos + 1])) * (2.0 * math.pi)
-        g2rad = math.sqrt(-2.0 * math.log(1.0 - uniform(int(words[pos + 2]), int(words[pos + 3]))))
-        return 0.0 + math.cos(x2pi) * g2rad * 1.0, math.sin(x2pi) * g2rad
-
-    def probabilities_many(self, texts: Sequence[str], seed: int, settle: tuple[Container[str], float] | None = None
-                           ) -> list[list[tuple[str, float]]]:
-        """[self.probabilities(text, seed, settle) for text in texts], the same numbers, computed
-        for all the texts together: the numpy calls of each run of updates serve every document
-        (their per-call cost was most of the time left), and each document's random draws are read
-        from the seed's word stream (every document starts from the same seed) instead of drawn one
-        by one: a draw is the next word whose top bits are below the number of n-grams, as
-        random.choice draws it, and each trial's gauss takes its words as random.gauss does. A
-        document that would read past the words read ahead is computed alone."""
-        np = self._np
-        results: list[list[tuple[str, float]] | None] = [None] * len(texts)
-        rows_of = [self._ngrams(self._text(text)) for text in texts]
-        todo = [j for j, rows in enumerate(rows_of) if rows]
-        for j, rows in enumerate(rows_of):
-            if not rows:
-                results[j] = []
-        if len(todo) < self.MIN_BATCH:  # reading ahead costs more than it saves on one or two texts
-            for j in todo:
-                results[j] = self.probabilities(texts[j], seed, settle)
-            return results
-        words = self._stream(seed)
-        n_words = len(words)
-        table, n_langs = self._table, len(self.langs)
-        positions, lengths = [], []  # per document: word positions of its accepted draws, their count
-        drawn = np.zeros((len(todo), n_words + 5), dtype=np.intp)  # per document: the rows it draws, in order
-        for d, j in enumerate(todo):
-            picks = np.array(rows_of[j], dtype=np.intp)
-            top = words >> (32 - len(picks).bit_length())  # getrandbits(k) of each word
-            pos = np.flatnonzero(top < len(picks))
-            positions.append(pos)
-            lengths.append(len(pos))
-            drawn[d, :len(pos)] = picks[top[pos]]
-        n_docs = len(todo)
-        lengths_np = np.array(lengths)
-        langprob = np.zeros((n_docs, n_langs))
-        trials = [0] * n_docs
-        cached: list[float | None] = [None] * n_docs  # the gauss value random.gauss keeps for its next call
-        active = np.arange(n_docs)
-        ptr = np.zeros(n_docs, dtype=np.intp)  # index of the document's next draw
-        size = np.ones(n_docs, dtype=np.intp)  # updates in the coming run: 1, then 5
-        done_updates = np.zeros(n_docs, dtype=np.intp)  # langdetect's i: the update the run ends on
-        weight = np.zeros(n_docs)
-        prob = np.full((n_docs, n_langs), 1.0 / n_langs)
-        alone: list[int] = []  # documents to compute alone (past the words read ahead)
-
-        def start_trial(d: int, word: int) -> bool:
-            """Trial trials[d] of document d from word position `word`: its gauss, its first draw."""
-            if cached[d] is None:
-                if word + 4 > n_words:
-                    return False
-                z, cached[d] = self._gauss(words, word)
-                word += 4
-            else:
-                z, cached[d] = cached[d], None
-            weight[d] = (self.ALPHA + z * self.ALPHA_WIDTH) / self.BASE_FREQ
-            ptr[d] = np.searchsorted(positions[d], word)
-            return True
-
-        for d in range(n_docs):
-            if not start_trial(d, 0):
-                alone.append(d)
-        keep = np.ones(n_docs, dtype=bool)
-        keep[alone] = False
-        active = active[keep]
-        sequential_sum = sys.version_info < (3, 12)  # sum() of floats adds left to right before 3.12
-        steps = np.arange(5)
-        while len(active):
-            a_ptr, a_size = ptr[active], size[active]
-            past = a_ptr + a_size > lengths_np[active]
-            if past.any():
-                alone += active[past].tolist()
-                active = active[~past]
-                continue
-            factors = table[drawn[active[:, None], a_ptr[:, None] + steps]]  # (docs, 5, languages)
-            factors += weight[active, None, None]
-            single = a_size == 1
-            if single.any():
-                factors[single, 1:, :] = 1.0  # a run of one update: times 1.0 changes nothing
-            a_prob = np.multiply.reduce(np.concatenate((prob[active, None, :], factors), axis=1), axis=1)
-            totals = (np.add.accumulate(a_prob, axis=1)[:, -1] if sequential_sum
-                      else np.array([sum(row) for row in a_prob.tolist()]))
-            maxes = a_prob.max(axis=1)
-            a_prob /= totals[:, None]
-            prob[active] = a_prob
-            ptr[active] = a_ptr + a_size
-            updates = done_updates[active] + a_size - 1
-            converged = (maxes / totals > self.CONV_THRESHOLD) | (updates >= self.ITERATION_LIMIT)
-            done_updates[active] = updates + 1
-            size[active] = 5
-            finished = []
-            for d in active[converged].tolist():
-                langprob[d] += prob[d] / self.N_TRIAL
-                trials[d] += 1
-                if settle is not None:
-                    best = int(langprob[d].argmax())
-                    sure = float(langprob[d, best])
-                    if sure > max(settle[1], 0.5 + 1e-9) and self.langs[best] in settle[0]:
-                        results[todo[d]] = [(self.langs[best], sure)]
-                        finished.append(d)
-                        continue
-                if trials[d] == self.N_TRIAL:
-                    found = [(lang, float(p)) for lang, p in zip(self.langs, langprob[d]) if p > self.PROB_THRESHOLD]
-                    results[todo[d]] = sorted(found, key=lambda item: item[1], reverse=True)
-                    finished.append(d)
-                    continue
-                prob[d] = 1.0 / n_langs
-                size[d], done_updates[d] = 1, 0
-                if not start_trial(d, int(positions[d][ptr[d] - 1]) + 1):
-                    alone.append(d)
-                    finished.append(d)
-            if finished:
-                active = active[~np.isin(active, finished)]
-        for d in alone:
-            results[todo[d]] = self.probabilities(texts[todo[d]], seed, settle)
-        return results
-
-
-_LANG_DETECT: LangDetect | None = None
-
-
-def lang_detect() -> LangDetect:
-    """The process' LangDetect (the profiles are loaded once)."""
-    global _LANG_DETECT
-    if _LANG_DETECT is None:
-        _LANG_DETECT = LangDetect()
-    return _LANG_DETECT
-
-
-def _by_language(found: list[tuple[str, float]]) -> dict[str, float]:
-    """langdetect's (code, probability) pairs by spaCy language code ("zh-cn" -> "zh": no region)."""
-    probs: dict[str, float] = {}
-    for lang, prob in found:
-        lang = lang.split("-")[0]
-        probs[lang] = probs.get(lang, 0.0) + prob
-    return probs
 
 
 class RouterError(ValueError):
@@ -767,7 +424,7 @@ class Router:
         characters, seeded (LangDetect: langdetect's results, faster). settle: stop as soon as a
         loaded language is sure to be chosen (LangDetect.probabilities); its probability is then a
         lower bound (at least min_confidence), and the only one given."""
-        return _by_language(lang_detect().probabilities(text[: self.detect_chars], self.seed,
+        return by_language(lang_detect().probabilities(text[: self.detect_chars], self.seed,
                                                         (self.pipelines, self.min_confidence) if settle else None))
 
     def detect(self, text: str) -> tuple[str, float]:
@@ -794,7 +451,7 @@ class Router:
         if samples:
             found = lang_detect().probabilities_many(list(samples.values()), self.seed, (self.pipelines, self.min_confidence))
             for i, probs in zip(samples, found):
-                routes[i] = self._detected_route(_by_language(probs))
+                routes[i] = self._detected_route(by_language(probs))
         return routes
 
     def _route_without_detection(self, text: str, declared: str | None) -> Route | None:

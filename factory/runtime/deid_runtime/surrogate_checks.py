@@ -34,7 +34,7 @@ from typing import Callable
 
 from .clinical import ClinicalLexicon
 from .surrogates import dates
-from .surrogates.locale import Locale
+from .surrogates.locale import LocaleData
 from .text import fold
 
 _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
@@ -53,7 +53,7 @@ class CheckWords:
     that language is loaded: the checks then use the forms alone) and its surrogate locale."""
 
     lexicon: ClinicalLexicon | None
-    locale: Locale
+    locale: LocaleData
 
     def has_fact(self, surface: str) -> bool:
         return self.lexicon is not None and bool(self.lexicon.find(surface))
@@ -173,7 +173,7 @@ def location(surface: str, words: CheckWords) -> bool:
     return not rest.strip(" ,.-") or (not _DIGIT.search(rest) and _letters_not_lexicon(rest, words))
 
 
-def _without_postal_codes(surface: str, locale: Locale) -> str | None:
+def _without_postal_codes(surface: str, locale: LocaleData) -> str | None:
     """The surface with its postal codes (the locale's form, one word or two: "1017 GA") taken out;
     None when no postal code is found and yet digits are there."""
     parts = surface.split()

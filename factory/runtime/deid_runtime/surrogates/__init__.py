@@ -26,11 +26,11 @@ from .dates import age_like, date_parts, draw_date, shift_date
 from .forms import apply_casing, casing_of, match_casing
 from .identifiers import generate_id, like
 from .kinds import describe
-from .locale import Locale, LocaleDataError, fold, load_locale, register_locale_data, register_locale_root
+from .locale import LocaleData, LocaleDataError, fold, load_locale, register_locale_data, register_locale_root
 from .names import NameGenerator, Person, PersonWords, names_of, sex_of
 from .values import surrogate_for
 
-__all__ = ["Locale", "LocaleDataError", "NameGenerator", "Person", "PersonWords", "age_like", "apply_casing",
+__all__ = ["LocaleData", "LocaleDataError", "NameGenerator", "Person", "PersonWords", "age_like", "apply_casing",
            "casing_of", "date_parts", "describe", "draw_date", "fold", "generate_id", "like", "load_locale",
            "match_casing", "names_of", "register_locale_data", "register_locale_root", "sex_of", "shift_date",
            "surrogate_for"]

@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from .forms import casing_of
-from .locale import Locale, fold, load_locale
+from .locale import LocaleData, fold, load_locale
 
 # A full numeric date: yyyy-m-d, or d-m-yy / d-m-yyyy (m-d-y where the locale writes so). A year of 1
 # or 3 digits is no date: "1-1-1" and "2-0-2" are dose schedules (breakfast-lunch-dinner), never shifted.
@@ -28,7 +28,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 _NO_YEAR, _LEAP_YEAR = 2001, 2000
 
 
-def _find_name(text: str, locale: Locale, full: str, abbr: str, skip=None):
+def _find_name(text: str, locale: LocaleData, full: str, abbr: str, skip=None):
     """(match, index, table key) of the first month/weekday name of the text, or None; `skip`: a
     match already taken ("mar" is March and Tuesday in Spanish)."""
     tables = [(full, locale.folded_names(full)), (abbr, locale.folded_names(abbr))]
@@ -48,7 +48,7 @@ def _find_name(text: str, locale: Locale, full: str, abbr: str, skip=None):
     return None
 
 
-def date_parts(value: str, locale: Locale) -> dict[str, Any]:
+def date_parts(value: str, locale: LocaleData) -> dict[str, Any]:
     """The form of a date string, without keeping it: {form, parts, weekday, digits}."""
     s = value.strip()
     digits = sum(c.isdigit() for c in s)
@@ -84,11 +84,11 @@ def _numeric3(s: str) -> tuple[str, str, str, str] | None:
     return m.group(1, 2, 3, 4) if m.group(1) else m.group(5, 6, 7, 8)
 
 
-def date_value(value: str, lang: str | Locale | None) -> tuple[int | None, int, int | None] | None:
+def date_value(value: str, lang: str | LocaleData | None) -> tuple[int | None, int, int | None] | None:
     """(year, month, day) a date string states, year or day None where it has none ("14/11",
     "mars 1961"); None where it states no month (a year, a weekday) or is no date. Read as
     shift_date reads it: shifting the value by `days` gives the date `shifted_value` gives."""
-    locale = lang if isinstance(lang, Locale) else load_locale(lang)
+    locale = lang if isinstance(lang, LocaleData) else load_locale(lang)
     order = locale["date"].get("order", "dmy")
     s = value.strip()
     m3 = _numeric3(s)
@@ -145,7 +145,7 @@ def _shift(year: int | None, month: int, day: int | None, days: int) -> dt.date:
     return dt.date(ref, month, day if day is not None else 15) + dt.timedelta(days=days)
 
 
-def _ordinal(n: int, suffix: str, locale: Locale) -> str:
+def _ordinal(n: int, suffix: str, locale: LocaleData) -> str:
     """The ordinal suffix of day n, when the original day had one ("1er", "14th")."""
     if not suffix:
         return ""
@@ -165,11 +165,11 @@ def _name_like(original: str, new: str) -> str:
     return new.lower()
 
 
-def shift_date(value: str, days: int, lang: str | Locale | None) -> str | None:
+def shift_date(value: str, days: int, lang: str | LocaleData | None) -> str | None:
     """The date moved by `days`, written in the same form; None if the form is not recognised.
     Dates without a year ("martes 14 de noviembre", "14/11") and weekdays move too: a weekday
     moves with the days, so the shifted date stays a well-formed date."""
-    locale = lang if isinstance(lang, Locale) else load_locale(lang)
+    locale = lang if isinstance(lang, LocaleData) else load_locale(lang)
     info = locale["date"]
     order = info.get("order", "dmy")
     s = value.strip()
@@ -206,7 +206,7 @@ def shift_date(value: str, days: int, lang: str | Locale | None) -> str | None:
     return _shift_written(s, days, locale)
 
 
-def _shift_written(s: str, days: int, locale: Locale) -> str | None:
+def _shift_written(s: str, days: int, locale: LocaleData) -> str | None:
     info = locale["date"]
     month_hit = _find_name(s, locale, "months", "months_abbr")
     weekday_hit = _find_name(s, locale, "weekdays", "weekdays_abbr", skip=month_hit)
@@ -280,7 +280,7 @@ def record_date(rng: random.Random, anchor: dt.date, kind: str | None) -> dt.dat
     return anchor + dt.timedelta(days=rng.randint(-30, 30))
 
 
-def format_date(day: dt.date, template: str, locale: Locale) -> str:
+def format_date(day: dt.date, template: str, locale: LocaleData) -> str:
     info = locale["date"]
     months, weekdays = info.get("months") or [], info.get("weekdays") or []
     d: Any = day.day
@@ -292,7 +292,7 @@ def format_date(day: dt.date, template: str, locale: Locale) -> str:
                            weekday=weekdays[day.weekday()] if weekdays else "")
 
 
-def draw_date(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, day: dt.date) -> str:
+def draw_date(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None, day: dt.date) -> str:
     """`day` written in a form of the locale that has the shape's parts (a full date stays full,
     "14 de noviembre" stays day and month, a weekday stays with its date)."""
     shape = shape or {}
@@ -312,7 +312,7 @@ def draw_date(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, 
 
 
 # ----------------------------------------------------------------------------- ages
-def draw_age(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, age_range=(1, 99)) -> str:
+def draw_age(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None, age_range=(1, 99)) -> str:
     shape = shape or {}
     low, high = age_range
     digits = int(shape.get("digits") or 0)

@@ -23,14 +23,14 @@ from typing import Any, Callable
 from .. import ids
 from ..validators import VALIDATORS, validator_name
 from .forms import fill_pattern, reshape
-from .locale import Locale, fold
+from .locale import LocaleData, fold
 
 Generator = Callable[[random.Random, dict[str, Any]], str]
 _MARK = re.compile(r"^\s*([^\W\d_]+\.?[º°ª]?\.?)\s*(?=\d|[^\W\d_]*\d)")
 MAX_DRAWS = 200  # a value two kinds accept: draws until one passes both (1 in 11 for an NPI and an NHS number)
 
 
-def like(value: str, rng: random.Random, locale: Locale, person: dict[str, Any] | None = None) -> str:
+def like(value: str, rng: random.Random, locale: LocaleData, person: dict[str, Any] | None = None) -> str:
     """A surrogate of an identifier found in a text of `locale`: same kind, same layout, valid
     check digits; an IBAN of any country stays an IBAN of that country. A value that two kinds
     accept (a 9-digit Luhn number is an ADELI and a FINESS) gets a surrogate that both accept.
@@ -66,7 +66,7 @@ def like(value: str, rng: random.Random, locale: Locale, person: dict[str, Any] 
     return new
 
 
-def number_mark(value: str, locale: Locale) -> int:
+def number_mark(value: str, locale: LocaleData) -> int:
     """How many characters of `value` are a number mark and the space after it ("nº ", "N° ",
     "nr. "): words of formats.yml's `number_marks` at its start, compared case- and accent-folded;
     0 when none is."""

@@ -18,13 +18,13 @@ from typing import Any
 from .. import ids
 from .dates import date_parts
 from .forms import casing_of
-from .locale import Locale, common, contains, ends_with, fold, folded_words
+from .locale import LocaleData, common, contains, ends_with, fold, folded_words
 from .names import sex_of
 
 _WORD = re.compile(r"\w+")
 
 
-def location_kind(text: str, locale: Locale, context: str = "") -> tuple[str, str]:
+def location_kind(text: str, locale: LocaleData, context: str = "") -> tuple[str, str]:
     """(kind, what told it): postal code by its form, then the words before the span ("País:"),
     then the gazetteers; a place nothing tells is a city."""
     stripped = text.strip()
@@ -43,7 +43,7 @@ def location_kind(text: str, locale: Locale, context: str = "") -> tuple[str, st
     return "city", "default"
 
 
-def organization_kind(text: str, locale: Locale) -> tuple[str, str]:
+def organization_kind(text: str, locale: LocaleData) -> tuple[str, str]:
     """(kind, what told it): the first kind of the locale whose keywords occur in the name."""
     words = folded_words(text)
     for kind, phrases in (locale.triggers.get("organization") or {}).items():
@@ -68,7 +68,7 @@ def calling_code(text: str) -> str | None:
     return digits[:2] or None
 
 
-def describe(label: str, text: str, locale: Locale, context: str = "") -> dict[str, Any]:
+def describe(label: str, text: str, locale: LocaleData, context: str = "") -> dict[str, Any]:
     """The shape of a PHI string of `label` written in `locale` (`context`: the text just before
     it, read for trigger words and titles, never kept)."""
     words = _WORD.findall(text)
@@ -115,7 +115,7 @@ def describe(label: str, text: str, locale: Locale, context: str = "") -> dict[s
     return {}
 
 
-def profession_gender(text: str, locale: Locale) -> str | None:
+def profession_gender(text: str, locale: LocaleData) -> str | None:
     """'f' or 'm', the grammatical gender of an occupation as written ("enfermera", "ostréicultrice"),
     so its surrogate agrees with the words around it ("ancienne ..."): the locale's list of
     professions first, then the endings of formats.yml's `profession_endings`, word by word (the
@@ -134,7 +134,7 @@ def profession_gender(text: str, locale: Locale) -> str | None:
     return None
 
 
-def address_shape(text: str, locale: Locale) -> dict[str, Any]:
+def address_shape(text: str, locale: LocaleData) -> dict[str, Any]:
     """A street address: whether it has a house number, and whether a postal code (with its town)
     follows the street."""
     words = _WORD.findall(text)
@@ -149,7 +149,7 @@ _TOKEN_SPAN = re.compile(r"\S+")
 _EDGE_PUNCT = ",;.:()[]"
 
 
-def postal_code_at(text: str, locale: Locale) -> tuple[int, int] | None:
+def postal_code_at(text: str, locale: LocaleData) -> tuple[int, int] | None:
     """(start, end) of the last postal code written in `text` (the locale's form, one word or two:
     "1017 GA"; punctuation around it left out), or None."""
     tokens = []
@@ -172,7 +172,7 @@ def postal_code_at(text: str, locale: Locale) -> tuple[int, int] | None:
     return found
 
 
-def locality_parts(label: str, text: str, locale: Locale) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
+def locality_parts(label: str, text: str, locale: LocaleData) -> tuple[tuple[int, int], tuple[int, int] | None] | None:
     """Where the postal code and the town of a LOCATION or an ADDRESS are: ((start, end) of the
     postal code, (start, end) of the town or None); None without a postal code, and for a LOCATION
     that holds more than a postal code, a town and a label before them (replaced whole). A
@@ -205,7 +205,7 @@ def _is_label(text: str) -> bool:
     return all(len(w) <= 2 for w in re.findall(r"[^\W\d_]+", text))
 
 
-def street_word_at(text: str, locale: Locale) -> tuple[int, int] | None:
+def street_word_at(text: str, locale: LocaleData) -> tuple[int, int] | None:
     """(start, end) of the street word of an address as written ("Place", "C/", "Avda.", the
     "straat" of "Kerkstraat"): the first word of formats.yml's `address.street_words` (or its
     `types`), else the first word ending with one of `address.street_suffixes`; None when none is."""
@@ -229,7 +229,7 @@ ELIDED = "elided"  # the group of formats.yml's `articles.before` that stands be
 _LAST_WORD = re.compile(r"(?:^|[^\w'’])([^\W\d_]+(?:['’](?=$)|\s+$))$")
 
 
-def article_before(context: str, locale: Locale) -> str | None:
+def article_before(context: str, locale: LocaleData) -> str | None:
     """The group (formats.yml `articles.before`: "m", "f", "elided"...) of the article written right
     before a span ("la " -> "f", "l'" -> "elided"), None when the word before is no article."""
     m = _LAST_WORD.search(context)
@@ -238,7 +238,7 @@ def article_before(context: str, locale: Locale) -> str | None:
     return locale.article_groups.get(fold(m.group(1).strip()).replace("’", "'"))
 
 
-def head_of(name: str, locale: Locale) -> tuple[str | None, bool]:
+def head_of(name: str, locale: LocaleData) -> tuple[str | None, bool]:
     """(group, starts with a vowel) of an organisation's name: the group of its head, the first of
     its words that the locale's `articles.heads` list ("Clinique du Parc" -> "f"; the Dutch "Sint
     Antonius Ziekenhuis" -> "n"), None where none is listed; whether its first word, the one an
@@ -248,7 +248,7 @@ def head_of(name: str, locale: Locale) -> tuple[str | None, bool]:
     return group, bool(words) and words[0][0] in locale.elision_vowels
 
 
-def head_agrees(name: str, article: str | None, locale: Locale) -> bool:
+def head_agrees(name: str, article: str | None, locale: LocaleData) -> bool:
     """Whether the organisation `name` reads right after an article of group `article` (None: any)."""
     if article is None:
         return True
@@ -260,7 +260,7 @@ def head_agrees(name: str, article: str | None, locale: Locale) -> bool:
     return group == article and not (locale.elision_vowels and vowel)
 
 
-def same_head(name: str, original: str, locale: Locale) -> bool:
+def same_head(name: str, original: str, locale: LocaleData) -> bool:
     """Whether `name` reads after every article `original` reads after: its head is of the same
     group and, where the locale elides, starts with a vowel as the original's does."""
     group, vowel = head_of(original, locale)

@@ -114,7 +114,7 @@ def _phrases(values: list[str] | None) -> frozenset[tuple[str, ...]]:
 
 
 @dataclass(eq=False)  # one object per locale (load_locale caches it): hashed by identity
-class Locale:
+class LocaleData:
     """One locale's surrogate data (docs/surrogate_data.md says what each part means)."""
 
     lang: str
@@ -203,7 +203,7 @@ class Locale:
         return patterns
 
     @classmethod
-    def load(cls, folder: Path, lang: str | None = None) -> "Locale":
+    def load(cls, folder: Path, lang: str | None = None) -> "LocaleData":
         """The data of one folder; its language is formats.yml's `lang`, else `lang`, else the
         folder's name (<lc>/surrogate_data/: the parent's)."""
         folder = Path(folder)
@@ -301,8 +301,8 @@ def locale_folders() -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def available() -> list[str]:
-    """The locales that have surrogate data."""
+def locales_with_data() -> list[str]:
+    """The locales that have surrogate data (registered folders and roots, installed deid_<lc> wheels)."""
     return list(locale_folders())
 
 
@@ -314,7 +314,7 @@ def _where(lang: str | None) -> str:
 
 
 @lru_cache(maxsize=None)
-def load_locale(lang: str | None, strict: bool = False) -> Locale:
+def load_locale(lang: str | None, strict: bool = False) -> LocaleData:
     """The surrogate data of `lang`. A language without data gets the default locale's (`en`), or,
     where `en` has none registered (a runtime with only deid_fr installed), the first locale with
     data in code order, so redaction still writes surrogates; none at all is a LocaleDataError.
@@ -322,7 +322,7 @@ def load_locale(lang: str | None, strict: bool = False) -> Locale:
     any fallback, naming where the data should be."""
     folder = locale_folder(lang) if lang else None
     if folder is not None:
-        return Locale.load(folder, lang=lang)
+        return LocaleData.load(folder, lang=lang)
     have = locale_folders()
     fallback = have.get(DEFAULT_LOCALE) or next(iter(have.values()), None)
     if strict:
@@ -332,4 +332,4 @@ def load_locale(lang: str | None, strict: bool = False) -> Locale:
     if fallback is None:
         raise LocaleDataError(f"no surrogate data for locale {lang!r} nor any other: none is registered "
                               f"(install a deid_<lc> pipeline, or call register_locale_data / register_locale_root)")
-    return Locale.load(fallback)
+    return LocaleData.load(fallback)

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Callable, Sequence
 
 from .forms import apply_casing, casing_of
-from .locale import Locale, ends_with, fold, folded_words, starts_with
+from .locale import LocaleData, ends_with, fold, folded_words, starts_with
 
 # A name that could not sit inside a span (a trailing '.', digits) is never drawn.
 _CLEAN_NAME = re.compile(r"^[^\W\d_]+(?:[-' ][^\W\d_]+)*$")
@@ -87,7 +87,7 @@ class Names:
 
 
 @lru_cache(maxsize=None)
-def names_of(locale: Locale, use_faker: bool = True) -> Names:
+def names_of(locale: LocaleData, use_faker: bool = True) -> Names:
     provider = None
     if use_faker and locale.formats.get("faker_locale"):
         try:
@@ -105,7 +105,7 @@ def names_of(locale: Locale, use_faker: bool = True) -> Names:
 
 
 # ----------------------------------------------------------------------------- sex of a mention
-def sex_of(surface: str, locale: Locale, context: str = "") -> str | None:
+def sex_of(surface: str, locale: LocaleData, context: str = "") -> str | None:
     """'f' or 'm' from a title or agreeing words right before the name ("Sra.", "la paciente"), a
     title inside it ("Dra. Ruiz"), or an unambiguous given name of the locale; else None."""
     triggers = locale.triggers.get("person") or {}
@@ -149,7 +149,7 @@ class NameGenerator:
     the configured rates, and, when `unique`, every full name distinct across a corpus (so a test
     split never holds a name seen in training)."""
 
-    def __init__(self, locale: Locale, rng: random.Random, unique: bool = True, person_cfg: dict | None = None):
+    def __init__(self, locale: LocaleData, rng: random.Random, unique: bool = True, person_cfg: dict | None = None):
         self.names = names_of(locale)
         self.rng = rng
         self.surnames = max(1, int(locale.formats.get("surnames_per_name", 1)))
@@ -201,7 +201,7 @@ class PersonWords:
     initial of its given name's surrogate.
     """
 
-    def __init__(self, locale: Locale, draw_rng: Callable[[str], random.Random]):
+    def __init__(self, locale: LocaleData, draw_rng: Callable[[str], random.Random]):
         self.locale = locale
         self.names = names_of(locale)
         self.draw_rng = draw_rng

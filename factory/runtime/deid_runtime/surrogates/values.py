@@ -16,14 +16,14 @@ from typing import Any, Sequence
 from .dates import draw_age, draw_date, random_date
 from .forms import ascii_slug, fill_pattern
 from .kinds import calling_code, head_agrees, head_of, same_head
-from .locale import Locale, common, fold
+from .locale import LocaleData, common, fold
 from .names import names_of
 
 DEFAULT_YEARS = (1995, 2024)
 _WORD = re.compile(r"\w+")
 
 
-def phone(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
+def phone(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None) -> str:
     shape = shape or {}
     formats = locale["phone"]
     if shape.get("international") and formats.get("international"):
@@ -58,14 +58,14 @@ def phone_like(value: str, rng: random.Random) -> str:
     return new
 
 
-def email(rng: random.Random, locale: Locale, given: str, surname: str, reserved: bool = False) -> str:
+def email(rng: random.Random, locale: LocaleData, given: str, surname: str, reserved: bool = False) -> str:
     g, s = ascii_slug(given) or "nombre", ascii_slug(surname) or "x"
     local = rng.choice([f"{g}.{s}", f"{g[:1]}{s}", f"{g}{s}{rng.randint(1, 99)}", f"{s}.{g}"])
     domains = common()["reserved"]["email_domains"] if reserved else locale["email"]["domains"]
     return f"{local}@{rng.choice(domains)}"
 
 
-def url(rng: random.Random, locale: Locale, word: str, reserved: bool = False) -> str:
+def url(rng: random.Random, locale: LocaleData, word: str, reserved: bool = False) -> str:
     slug = ascii_slug(word) or "inicio"
     if reserved:
         return common()["reserved"]["url_prefix"] + slug
@@ -82,21 +82,21 @@ def ip(rng: random.Random, private_share: float = 0.5, reserved: bool = False) -
     return f"{rng.randint(11, 223)}.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
 
 
-def place(rng: random.Random, locale: Locale) -> tuple[str, str]:
+def place(rng: random.Random, locale: LocaleData) -> tuple[str, str]:
     """(town, postal code): a real pair of the locale's list, every town as likely whatever its
     number of postal codes."""
     town, _ = rng.choice(locale.cities)
     return town, postal_code_of(town, rng, locale) or ""
 
 
-def postal_code_of(town: str, rng: random.Random, locale: Locale) -> str | None:
+def postal_code_of(town: str, rng: random.Random, locale: LocaleData) -> str | None:
     """One of the postal codes of `town` (as the locale's list writes it), None for a town the list
     does not hold."""
     codes = locale.postcodes.get(town)
     return rng.choice(codes) if codes else None
 
 
-def address(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, street_word: str | None = None) -> str:
+def address(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None, street_word: str | None = None) -> str:
     """A street address with a house number when the original had one, and ', <postal> <town>'
     when the original had a postal code. `street_word`: the original's street type as written
     ("Place", "Avda."), kept in place of a drawn one."""
@@ -123,7 +123,7 @@ def kind_of(label: str, shape: dict[str, Any] | None) -> str:
     return common()["kinds"][label][0]
 
 
-def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -> str:
+def location(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None) -> str:
     kind = kind_of("LOCATION", shape)
     if kind == "country":
         return rng.choice(locale.countries)
@@ -137,7 +137,7 @@ def location(rng: random.Random, locale: Locale, shape: dict[str, Any] | None) -
     return city
 
 
-def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | None, surname: str | None = None,
+def organization(rng: random.Random, locale: LocaleData, shape: dict[str, Any] | None, surname: str | None = None,
                  articles: Sequence[str] = (), original: str | None = None) -> str:
     """An organisation of the shape's kind that reads where the original was written. `original`:
     where its head word (its first: "Clinique") is a generic word of the locale (formats.yml
@@ -165,7 +165,7 @@ def organization(rng: random.Random, locale: Locale, shape: dict[str, Any] | Non
     return rng.choice(agreeing or patterns).format(city=city, surname=surname)
 
 
-def profession(rng: random.Random, locale: Locale, gender: str | None = None) -> str:
+def profession(rng: random.Random, locale: LocaleData, gender: str | None = None) -> str:
     """An occupation of the locale's list, in the grammatical gender of the original when it is known."""
     masculine, feminine = rng.choice(locale.professions)
     if masculine == feminine or gender in ("m", "f"):
@@ -173,7 +173,7 @@ def profession(rng: random.Random, locale: Locale, gender: str | None = None) ->
     return rng.choice((masculine, feminine))
 
 
-def surrogate_for(label: str, shape: dict[str, Any] | None, rng: random.Random, locale: Locale, *,
+def surrogate_for(label: str, shape: dict[str, Any] | None, rng: random.Random, locale: LocaleData, *,
                   day: dt.date | None = None, age_range: tuple[int, int] = (1, 99), reserved: bool = False,
                   private_ip_share: float = 0.5, person: tuple[str, str] | None = None) -> str:
     """A surrogate of `label` with the kind and form `shape` describes, in `locale`.

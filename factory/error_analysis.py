@@ -83,7 +83,8 @@ from typing import Sequence
 import typer
 
 from .evaluate import SYSTEMS, EvalError, SpanT, load_corpus, predict
-from .records import all_or_nothing, read_yaml_mapping, write_text_atomic
+from .records import read_yaml_mapping
+from .outputs import all_or_nothing, write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ _INITIALS = re.compile(r"(?:[^\W\d_]\.)+")
 _LETTER_WORD = re.compile(r"[^\W\d_]{2,}")
 
 
-class ErrorsError(RuntimeError):
+class ErrorAnalysisError(RuntimeError):
     """An expected failure of the error analysis; the message names files, never corpus text."""
 
 
@@ -154,11 +155,11 @@ class ContextRules:
 
 def _add_words(words: dict[str, list[str]], group: object, where: str, lists: Sequence[str]) -> None:
     if not isinstance(group, dict) or set(group) - set(lists):
-        raise ErrorsError(f"{where} must map {', '.join(lists)} to lists of words")
+        raise ErrorAnalysisError(f"{where} must map {', '.join(lists)} to lists of words")
     for key in lists:
         values = group.get(key) or []
         if not isinstance(values, list) or not all(isinstance(v, str) and v.strip() for v in values):
-            raise ErrorsError(f"{where}.{key} must be a list of non-empty strings")
+            raise ErrorAnalysisError(f"{where}.{key} must be a list of non-empty strings")
         words.setdefault(key, []).extend(values)
 
 
@@ -172,12 +173,12 @@ def _locale_words(lang: str) -> dict[str, list[str]]:
         own = locale.read(LOCALE_FILE) if locale.concern_file(LOCALE_FILE).exists() else {}
         titles = locale.titles()
     except LocaleError as err:
-        raise ErrorsError(str(err)) from None
+        raise ErrorAnalysisError(str(err)) from None
     groups = own.pop(SIGNATURE_TITLES, None) or []
     where = str(locale.concern_file(LOCALE_FILE))
     unknown = [g for g in groups if g not in titles.groups] if isinstance(groups, list) else groups
     if unknown:
-        raise ErrorsError(f"{where}: {SIGNATURE_TITLES} must list groups of {locale.titles_file} (not {unknown})")
+        raise ErrorAnalysisError(f"{where}: {SIGNATURE_TITLES} must list groups of {locale.titles_file} (not {unknown})")
     words: dict[str, list[str]] = {}
     _add_words(words, own, where, [k for k in WORD_LISTS if k not in ("titles", "units")])
     words["titles"] = titles.forms()
@@ -191,11 +192,11 @@ def load_context_rules(lang: str | None = None, path: str | Path | None = None) 
     (its errors.yml and its titles, added to them) and the thresholds."""
     path = Path(path) if path is not None else CATEGORIES_FILE
     if not path.exists():
-        raise ErrorsError(f"{path}: categories file not found")
-    data = read_yaml_mapping(path, ErrorsError, "a mapping with generic and rules")
+        raise ErrorAnalysisError(f"{path}: categories file not found")
+    data = read_yaml_mapping(path, ErrorAnalysisError, "a mapping with generic and rules")
     unknown = set(data) - {"generic", "rules"}
     if unknown:
-        raise ErrorsError(f"{path}: unknown keys {sorted(unknown)} (expected generic, rules; a language's words "
+        raise ErrorAnalysisError(f"{path}: unknown keys {sorted(unknown)} (expected generic, rules; a language's words "
                           f"are in languages/<lc>/errors.yml)")
     words: dict[str, list[str]] = {}
     _add_words(words, data.get("generic") or {}, f"{path}: generic", WORD_LISTS)
@@ -204,10 +205,10 @@ def load_context_rules(lang: str | None = None, path: str | Path | None = None) 
     rules = dict(DEFAULT_RULES)
     given = data.get("rules") or {}
     if not isinstance(given, dict) or set(given) - set(DEFAULT_RULES):
-        raise ErrorsError(f"{path}: rules may only set {', '.join(DEFAULT_RULES)}")
+        raise ErrorAnalysisError(f"{path}: rules may only set {', '.join(DEFAULT_RULES)}")
     for key, value in given.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise ErrorsError(f"{path}: rules.{key} must be a non-negative number")
+            raise ErrorAnalysisError(f"{path}: rules.{key} must be a non-negative number")
         rules[key] = value
     return ContextRules(lang=lang or "", rules=rules, **words)
 
@@ -356,7 +357,7 @@ def _as_corpus(corpus, lang: str | None, label_map: str | None) -> list[tuple[st
         try:
             return load_corpus(corpus, lang=lang, label_map=label_map)
         except EvalError as err:
-            raise ErrorsError(str(err)) from None
+            raise ErrorAnalysisError(str(err)) from None
     return [(str(i), t, [tuple(s) for s in g]) for i, t, g in corpus]
 
 
@@ -447,7 +448,7 @@ def render_error_report(report: dict, top: int = 15) -> str:
              f"{report['predicted']} predicted, {report['correct']} correct (exact span and label).", "",
              "| kind | count |", "|---|---|"]
     lines += [f"| {k} | {c['by_kind'][k]} |" for k in KINDS]
-    lines += ["", "Categories are heuristics on the text around each span (rules in `factory/errors.py`); "
+    lines += ["", "Categories are heuristics on the text around each span (rules in `factory/error_analysis.py`); "
                   "this file and the log hold counts only, never span text.", ""]
     lines += _kind_table("By label", "label", c["by_label"])
     lines += _kind_table("By position", "position", c["by_position"], POSITIONS)
@@ -480,15 +481,15 @@ def errors_pipeline(pipeline: str | Path, corpus: str | Path, out_dir: str | Pat
     from deid_runtime import biluo_tagger, merger, pack_component  # noqa: F401  (register the factories)
 
     if system not in SYSTEMS:
-        raise ErrorsError(f"unknown system {system!r} (expected one of {', '.join(SYSTEMS)})")
+        raise ErrorAnalysisError(f"unknown system {system!r} (expected one of {', '.join(SYSTEMS)})")
     data = _as_corpus(corpus, lang, label_map)
     if not data:
-        raise ErrorsError(f"{corpus}: no documents to analyse")
+        raise ErrorAnalysisError(f"{corpus}: no documents to analyse")
     try:
         nlp = spacy.load(pipeline)
     except OSError as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ErrorsError(f"{pipeline}: cannot load the pipeline ({reason})") from None
+        raise ErrorAnalysisError(f"{pipeline}: cannot load the pipeline ({reason})") from None
     rules = load_context_rules(lang or nlp.lang, categories)
     report = analyse_errors(nlp, data, system=system, lang=lang or nlp.lang, rules=rules, batch_size=batch_size,
                             with_text=with_text)
@@ -522,7 +523,7 @@ def errors_command(
     try:
         report = errors_pipeline(pipeline, corpus, out, system=system, lang=lang, label_map=label_map or None,
                                  batch_size=batch_size, with_text=with_text, categories=categories)
-    except ErrorsError as err:
+    except ErrorAnalysisError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(1)
     by_kind = report["counts"]["by_kind"]
