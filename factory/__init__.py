@@ -48,7 +48,7 @@ def project_root() -> Path:
     """The project this process works on: the one `use_project_root` chose (`factory --root`), else
     the one `find_project_root` finds, found at the first call and kept. Stages call it when they
     need a path (or take the root as an argument), never at import, so importing them in any order
-    before or after `--root` is applied gives the same paths (tests/test_project_root.py)."""
+    before or after `--root` is applied gives the same paths (tests/factory/test_project_root.py)."""
     global _root
     if _root is None:
         _root = find_project_root()
