@@ -132,6 +132,18 @@ def _inside_address(text: str, start: int, end: int) -> bool:
     return any(mark in chunk for mark in _ADDRESS_MARKS)
 
 
+def _without_particles(surnames: frozenset[str], particles: frozenset[str]) -> frozenset[str]:
+    """The surnames of the lists written with their particles ("de bruijn", "van der berg") as the
+    reader meets them word by word: the particles are read as particles, and the word after them
+    must be a surname of the lists ("bruijn", "berg")."""
+    tails = set()
+    for name in surnames:
+        words = name.split()
+        if len(words) > 1 and all(w in particles for w in words[:-1]):
+            tails.add(words[-1])
+    return frozenset(tails)
+
+
 class NameReader:
     """Where the name at the start of a text piece ends, by a rule's `upper` and `lower` (module docstring)."""
 
@@ -318,7 +330,8 @@ class ContextRules:
             common |= {fold(w) for w in _spacy_stop_words(str(raw["stop_words"]), main)}
         particles = frozenset(fold(str(w)) for w in raw.get("particles") or [])
         common -= particles
-        words = NameWords(frozenset(common), particles, lists["given_names"], lists["surnames"], lexicon,
+        words = NameWords(frozenset(common), particles, lists["given_names"],
+                          lists["surnames"] | _without_particles(lists["surnames"], particles), lexicon,
                           frozenset(title_letters))
         rules = [_parse_rule(main, i, r, vocab, number_lists, defs) for i, r in enumerate(raw.get("rules") or [])]
         names = [r.name for r in rules]
