@@ -306,7 +306,7 @@ def impossible_shape(text: str, label: str, is_date_word=None, is_lexicon_word=N
     of the locale, `is_date_word`) AND no other PHI either: a number written as a quantity (a decimal
     comma, a thousands group, a degree, a percentage, a dimension, a unit of measure of the locale's
     clinical lexicon, `is_lexicon_word`), or lower-case words (two or more, or one of the clinical
-    lexicon). A capitalised word under the wrong label ("D" of "D. Hoogland" tagged DATE) keeps its
+    lexicon). A capitalised word under the wrong label ("D" of "D. Verhoeven" tagged DATE) keeps its
     label: it may be a name, and what the NER flagged is never let out for its label."""
     if label not in _SHAPED:
         return False
