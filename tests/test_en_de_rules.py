@@ -28,6 +28,8 @@ LEAKS = [
     ("en", "hospital_header_line", "Page 2 of 3\nWEST  KESTON  GENERAL  HOSPITAL\nTel : see below",
      "WEST  KESTON  GENERAL  HOSPITAL", "ORGANIZATION"),
     ("de", "profession_after_work", "Der Patient arbeitet als Zimmermann auf dem Bau.", "Zimmermann", "PROFESSION"),
+    ("de", "profession_after_patient", "Wir sehen den 61-jährigen Patient, Schornsteinfeger aus Kernau, heute erneut.",
+     "Schornsteinfeger", "PROFESSION"),
     ("de", "profession_after_birth_date", "Patientin: U. Sommer, geb. 11.09.1966, Floristin.\nAnamnese: Sturz",
      "Floristin", "PROFESSION"),
     ("de", "public_body", "Arbeitgeber: Kreisverwaltung Wendorf, Sachbearbeiter", "Kreisverwaltung Wendorf",
