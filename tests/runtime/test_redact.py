@@ -610,7 +610,8 @@ def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_repo
     """Issue 25, wanted 4: replacements per label and the spans masked because they failed their
     check, in the summary line, in each journal entry and, with --report, per document (ids, labels,
     offsets; never text). The dose is kept out of the AGE by the merger, so here the clinical
-    lexicon is left out of the pack: the surrogate check alone must catch it."""
+    lexicon is left out of the pack and the label shapes are off: the surrogate check alone must
+    catch it."""
     import spacy
     from spacy.language import Language
 
@@ -628,7 +629,8 @@ def test_redact_cli_counts_what_was_done_in_the_summary_the_journal_and_the_repo
     nlp = spacy.blank("es")
     nlp.add_pipe("issue25_ner")
     nlp.add_pipe("deid_regex_pack", config={"write_ents": False}).pack = pack
-    nlp.add_pipe("deid_merger")
+    # nor its label shapes, which drop an AGE holding a unit ("mg/12h") before the surrogates see it
+    nlp.add_pipe("deid_merger", config={"shape_checks": False})
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.txt").write_text(ISSUE_NOTE, encoding="utf-8")
