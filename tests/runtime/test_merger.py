@@ -264,14 +264,20 @@ def test_the_pack_alone_keeps_its_matches_out_of_facts():
 
 
 # ---------------------------------------------------------------------- spans that cannot be their label (issue 27)
-def _checked(text, ner, checks=True):
+def _merged(text, ner, **settings):
+    """The es merger with `settings` over NER spans alone; the es pack is loaded first, which
+    registers its rules' date words and its clinical lexicon (the units of measure)."""
     from deid_runtime.regex_pack import RegexPack
 
-    RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")  # registers its rules' words
+    RegexPack.from_dir(CHECKOUT / "regex_packs" / "es")
     doc = _doc(text, ner=ner, regex=[])
     merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
-                        plausibility_checks=checks)
+                        **settings)
     return [(e.text, e.label_) for e in merger(doc).ents]
+
+
+def _checked(text, ner, checks=True):
+    return _merged(text, ner, plausibility_checks=checks)
 
 
 def test_a_person_loses_the_verbs_and_function_words_it_ends_with():
@@ -380,17 +386,7 @@ def test_conventions_pass_an_empty_candidate_at_the_end_of_the_doc_through():
 
 # ---------------------------------------------------------------------- label shapes (issue 27 §3)
 def _shaped(text, ner, shape_checks=True):
-    from deid_runtime.regex_pack import RegexPack
-
-    pack_dir = CHECKOUT / "regex_packs" / "es"
-    RegexPack.from_dir(pack_dir)  # registers its rules' date words
-    from deid_runtime.clinical import ClinicalLexicon, register
-
-    register(ClinicalLexicon.from_dir(pack_dir))  # the units of measure
-    doc = _doc(text, ner=ner, regex=[])
-    merger = DeidMerger("deid_merger", "deid_regex", "deid_ner", "deid", DEFAULT_STRUCTURED, DEFAULT_NER_FIRST,
-                        shape_checks=shape_checks)
-    return [(e.text, e.label_) for e in merger(doc).ents]
+    return _merged(text, ner, shape_checks=shape_checks)
 
 
 def test_values_the_ner_took_for_dates_ages_or_phones_are_dropped():
