@@ -139,6 +139,20 @@ def use_checkout_surrogate_data() -> None:
     register_locale_root(CHECKOUT / "languages")
 
 
+def docstring_ids(tree) -> set[int]:
+    """The ids of the docstring constants of a parsed module and of its functions and classes (scans
+    of source for locale facts or root reads leave docstrings out)."""
+    import ast
+
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
 def imported_modules(path: Path, top_level_only: bool = False) -> set[str]:
     """The absolute module names a Python file imports: its import statements (`from x.y import z`
     names x.y; relative imports are left out) and its __import__("x") / import_module("x") calls with a

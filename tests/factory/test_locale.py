@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import docstring_ids  # tests/ is on sys.path (pyproject's pythonpath)
 import deid_factory
 from deid_factory import PROJECT_ROOT
 from deid_factory.locale import DEFAULTS_FILE, REQUIRED, Locale, LocaleError, project_locales
@@ -106,20 +107,9 @@ def test_factory_root_selects_the_project_of_the_locale(tmp_path):
     assert out == [str(root.resolve() / "languages" / "xx"), "None", "en"]
 
 
-def _docstring_ids(tree: ast.AST) -> set[int]:
-    """The ids of the docstring constants of a module and of its functions and classes."""
-    ids = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                ids.add(id(first.value))
-    return ids
-
-
 def _path_literals(tree: ast.AST) -> list[tuple[int, str]]:
     """String constants naming locale.yml as a file (not docstrings or help sentences)."""
-    docstrings = _docstring_ids(tree)
+    docstrings = docstring_ids(tree)
     found = []
     for node in ast.walk(tree):
         if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
@@ -163,7 +153,7 @@ def _locale_path_builders(tree: ast.Module) -> list[tuple[str, int, str]]:
     folders: a call of languages_dir/packs_dir/synth_dir, a `... / "languages"` (or "regex_packs",
     "synth"), or a string naming a locale's settings file (locale.yml, silver.yml, placeholders.yml,
     surrogates.yml; a glob such as "*/placeholders.yml" too)."""
-    docstrings = _docstring_ids(tree)
+    docstrings = docstring_ids(tree)
     found = []
     for top in tree.body:
         where = _top_level_name(top)

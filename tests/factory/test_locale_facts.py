@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import docstring_ids  # tests/ is on sys.path (pyproject's pythonpath)
 import deid_factory
 from deid_factory.locale import Locale, project_locales
 from deid_runtime import ids
@@ -38,16 +39,6 @@ ALLOWED = {
 }
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def _parameter_defaults(tree: ast.AST) -> set[int]:
     """The constants inside the default values of function parameters."""
     found = set()
@@ -63,7 +54,7 @@ def locale_facts(source: str) -> list[tuple[int, str, str]]:
     left out) that is a language or country code ("fr", "FR"), an identifier's key or validator name
     of a country ("fr.nir", "fr_ins"), or holds a locale's title as a word ("Mme", "Dra.")."""
     tree = ast.parse(source)
-    skip = _docstrings(tree) | _parameter_defaults(tree)
+    skip = docstring_ids(tree) | _parameter_defaults(tree)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in skip:
