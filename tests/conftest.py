@@ -139,6 +139,19 @@ def use_checkout_surrogate_data() -> None:
     register_locale_root(CHECKOUT / "languages")
 
 
+def new_venv(env_dir: Path) -> Path:
+    """A fresh virtual environment with pip at `env_dir`; its python. Where none can be made here the
+    test is skipped, or fails under DEID_REQUIRE=wheel (require_or_skip)."""
+    import subprocess
+    import venv
+
+    try:
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        require_or_skip("wheel", f"cannot create a virtual environment with pip here: {exc}")
+    return env_dir / "bin" / "python"
+
+
 def docstring_ids(tree) -> set[int]:
     """The ids of the docstring constants of a parsed module and of its functions and classes (scans
     of source for locale facts or root reads leave docstrings out)."""

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import venv
 import zipfile
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 from deid_factory.locale import Locale
 from deid_factory.package import WHEEL_REQUIREMENTS, PackageError, assemble_pipeline, package_pipeline
 
-from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
+from conftest import new_venv  # tests/ is on sys.path (pytest rootdir import mode)
 
 UNSEEN = "Paciente Marta Gil Romero, de 50 años, ingresa el 02/03/2021 en el Hospital Teruel. DNI 12345678Z."
 
@@ -182,11 +181,7 @@ def test_clean_venv_with_only_the_wheel_tags_phi(train_wheel, tmp_path):
     --no-index --find-links <its folder>, so deid-runtime comes from the wheel built beside it and
     every other declared requirement must already be there."""
     env_dir = tmp_path / "venv"
-    try:
-        venv.EnvBuilder(with_pip=True).create(env_dir)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        require_or_skip("wheel", f"cannot create a virtual environment with pip here: {exc}")
-    python = env_dir / "bin" / "python"
+    python = new_venv(env_dir)
     deps = _dependencies_without_deid_factory(tmp_path / "deps")
     venv_site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                     capture_output=True, text=True, check=True).stdout.strip())

@@ -11,12 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
-import venv
 from pathlib import Path
 
 import pytest
 
-from conftest import require_or_skip  # tests/ is on sys.path (pytest rootdir import mode)
+from conftest import new_venv  # tests/ is on sys.path (pytest rootdir import mode)
 from test_build_e2e import FACTORY_ROOT
 
 NOTE = "Paciente Marta Gil Romero, de 50 años, ingresa el 02/03/2021. DNI 12345678Z. Teléfono 612 345 678."
@@ -67,11 +66,7 @@ def test_the_wheelhouse_holds_every_dependency_at_the_versions_installed_here(wh
 @pytest.mark.slow
 def test_a_fresh_venv_installs_deid_es_from_the_wheelhouse_alone_and_redacts(wheelhouse, tmp_path):
     env_dir = tmp_path / "venv"
-    try:
-        venv.EnvBuilder(with_pip=True).create(env_dir)
-    except (OSError, subprocess.CalledProcessError) as exc:
-        require_or_skip("wheel", f"cannot create a virtual environment with pip here: {exc}")
-    python = env_dir / "bin" / "python"
+    python = new_venv(env_dir)
     env = _clean_pip_env()
     ret = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--find-links", str(wheelhouse),
                           "deid_es"], capture_output=True, text=True, timeout=900, env=env, cwd=tmp_path)
